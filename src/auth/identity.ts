@@ -1,0 +1,16 @@
+/** Who made a request, as the authenticate stage established it. */
+export interface Identity {
+  /** `signature` for signed requests, `bearer` for JWTs. */
+  readonly scheme: 'signature' | 'bearer';
+  /** The token's configured subject, or the JWT's `sub`. Safe to log. */
+  readonly subject: string;
+  /** The signed-request token id (public, safe to log). */
+  readonly tokenId?: string;
+  /** What the identity may do; `*` grants everything. */
+  readonly permissions: ReadonlySet<string>;
+}
+
+/** True when `identity` holds `permission` (or `*`). */
+export function hasPermission(identity: Identity, permission: string): boolean {
+  return identity.permissions.has('*') || identity.permissions.has(permission);
+}

@@ -1,0 +1,24 @@
+/** The collectors backend: where checksum files come from. */
+
+/** The collector types the API knows (case-sensitive). */
+export const COLLECTOR_TYPES = ['sharphound', 'azurehound', 'openhound'] as const;
+export type CollectorType = (typeof COLLECTOR_TYPES)[number];
+
+/** One release's checksum file. */
+export interface ChecksumFile {
+  /** The resolved version without the `v`, e.g. `2.10.0`. */
+  readonly version: string;
+  /** The file's bytes. */
+  readonly bytes: Buffer;
+}
+
+export interface CollectorsBackend {
+  /**
+   * The checksum file of `release` (`latest`, or a version without the `v`, e.g. `2.10.0`) of
+   * collector `type`; undefined when there is no such release. `latest` is the highest version by
+   * semver order, pre-releases excluded.
+   */
+  getChecksum(type: CollectorType, release: string, signal: AbortSignal): Promise<ChecksumFile | undefined>;
+  /** Releases resources (pools, timers). */
+  close(): Promise<void>;
+}

@@ -1,0 +1,66 @@
+/** The SSO providers backend: the providers, their SAML data and the roles they may provision. */
+
+/** `{"time": ..., "valid": ...}` as the API writes a nullable time. */
+export interface NullTime {
+  time: string;
+  valid: boolean;
+}
+
+/** `{"int32": ..., "valid": ...}` as the API writes a nullable integer. */
+export interface NullInt32 {
+  int32: number;
+  valid: boolean;
+}
+
+export interface AutoProvision {
+  enabled: boolean;
+  default_role_id: number;
+  role_provision: boolean;
+}
+
+/** An SSO provider in the wire shape of the API (contract section 4). */
+export interface SsoProvider {
+  id: number;
+  created_at: string;
+  updated_at: string;
+  deleted_at: NullTime;
+  name: string;
+  display_name: string;
+  idp_issuer_uri: string;
+  idp_sso_uri: string;
+  principal_attribute_mappings: string[];
+  sp_issuer_uri: string;
+  sp_sso_uri: string;
+  sp_metadata_uri: string;
+  sp_acs_uri: string;
+  sso_provider_id: NullInt32;
+  config: { auto_provision: AutoProvision };
+}
+
+/** A validated change to a provider. Absent fields are left as they are. */
+export interface SsoProviderPatch {
+  /** Trimmed; sets both `name` and `display_name`. */
+  name?: string;
+  /** The metadata document and what was read from it. */
+  metadata?: { xml: string; idpIssuerUri: string; idpSsoUri: string };
+  autoProvision?: AutoProvision;
+}
+
+/** The result of an update: the provider after it, and which fields changed (empty for a no-op). */
+export interface SsoProviderUpdate {
+  provider: SsoProvider;
+  changed: string[];
+}
+
+export interface SsoProvidersBackend {
+  /** The provider whose `sso_provider_id.int32` is `ssoProviderId`, or undefined. */
+  get(ssoProviderId: number, signal: AbortSignal): Promise<SsoProvider | undefined>;
+  /** True when `roleId` names a role `default_role_id` may take. */
+  roleExists(roleId: number, signal: AbortSignal): Promise<boolean>;
+  /**
+   * Applies `patch` atomically (one commit point); undefined when the provider no longer exists.
+   * A patch that changes nothing writes nothing. Concurrent updates never lose one another.
+   */
+  update(ssoProviderId: number, patch: SsoProviderPatch, signal: AbortSignal): Promise<SsoProviderUpdate | undefined>;
+  close(): Promise<void>;
+}

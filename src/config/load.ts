@@ -1,0 +1,122 @@
+/**
+ * Reads a YAML configuration, resolves `${env:NAME}` / `${file:PATH}` references, validates it against
+ * the closed schema and returns it frozen. Every problem is reported with the key's path.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
+import { type Config, ConfigReference, configSchema } from './schema.js';
+
+/** A configuration that cannot be used; `problems` lists each one as `key.path: reason`. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const REFERENCE = /^\$\{(env|file):([^}]*)\}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export interface LoadOptions {
+  /** Resolve references (default true); false only checks their form. */
+  resolve?: boolean;
+  /** The environment references read (default: process.env, read here only). */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Loads and validates the configuration file at `file`. Throws `ConfigError`. */
+export function loadConfigFile(file: string, options: LoadOptions = {}): Config {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError([`${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`]);
+  }
+  return parseConfig(text, path.dirname(path.resolve(file)), options);
+}
+
+/**
+ * Validates configuration text. Relative paths in references and in backend `path` keys are taken
+ * relative to `baseDir` (the configuration file's folder).
+ */
+export function parseConfig(text: string, baseDir: string, options: LoadOptions = {}): Config {
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(doc.errors.map((e) => `YAML: ${e.message.split('\n')[0]}`));
+  }
+  const problems: string[] = [];
+  const env = options.env ?? process.env;
+  const raw = toPlain(doc.contents, [], problems, (source, kind, target, at) => {
+    if (kind === 'env' && !ENV_NAME.test(target)) {
+      problems.push(`${at}: ${source} is not a valid environment variable name`);
+      return undefined;
+    }
+    if (kind === 'file' && target.trim() === '') {
+      problems.push(`${at}: ${source} names no file`);
+      return undefined;
+    }
+    if (options.resolve === false) return new ConfigReference(source, undefined);
+    if (kind === 'env') {
+      const value = env[target];
+      if (value === undefined) problems.push(`${at}: environment variable ${target} is not set`);
+      return new ConfigReference(source, value ?? '');
+    }
+    try {
+      const value = readFileSync(path.resolve(baseDir, target), 'utf8').replace(/\r?\n$/, '');
+      return new ConfigReference(source, value);
+    } catch (err) {
+      problems.push(`${at}: file ${target} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      return new ConfigReference(source, '');
+    }
+  });
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const result = configSchema.safeParse(raw ?? {});
+  if (!result.success) {
+    throw new ConfigError(result.error.issues.map((i) => `${formatPath(i.path) || '(top level)'}: ${i.message}`));
+  }
+  const config = result.data;
+  for (const backend of Object.values(config.backends)) {
+    if (typeof backend.path === 'string') backend.path = path.resolve(baseDir, backend.path);
+  }
+  return deepFreeze(config);
+}
+
+type Resolver = (source: string, kind: string, target: string, at: string) => ConfigReference | undefined;
+
+/** The YAML tree as plain values, with reference strings turned into `ConfigReference`s. */
+function toPlain(node: Node | null, at: PropertyKey[], problems: string[], resolve: Resolver): unknown {
+  if (node === null || node === undefined) return undefined;
+  if (isMap(node)) {
+    const out: Record<string, unknown> = {};
+    for (const pair of node.items) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+      out[key] = toPlain(pair.value as Node | null, [...at, key], problems, resolve);
+    }
+    return out;
+  }
+  if (isSeq(node)) return node.items.map((item, i) => toPlain(item as Node, [...at, i], problems, resolve));
+  if (isScalar(node)) {
+    const value = node.value;
+    if (typeof value === 'string') {
+      const m = REFERENCE.exec(value);
+      if (m) return resolve(value, m[1] as string, m[2] as string, formatPath(at));
+    }
+    return value;
+  }
+  problems.push(`${formatPath(at)}: unsupported YAML node`);
+  return undefined;
+}
+
+function formatPath(at: readonly PropertyKey[]): string {
+  return at.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`)).join('');
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}

@@ -1,0 +1,185 @@
+/**
+ * The configuration's closed schema: every key, its type and its default. Unknown keys are refused,
+ * and every error names the key's path (see `load.ts`).
+ */
+import { z } from 'zod';
+import { parseDuration, parseSize } from './units.js';
+
+/**
+ * A `${env:NAME}` or `${file:PATH}` reference found in the YAML. `text` is the resolved value; it is
+ * undefined when references are only checked for form (`check-config` without `--resolve`).
+ */
+export class ConfigReference {
+  constructor(
+    readonly source: string,
+    readonly text: string | undefined,
+  ) {}
+}
+
+/**
+ * A scalar leaf that may also be given by reference: the reference's text is converted by `fromText`
+ * and then checked by `inner`, so `port: ${env:PORT}` is a number. An unresolved reference passes.
+ */
+function leaf<T>(inner: z.ZodType<T>, fromText: (text: string) => unknown = (t) => t): z.ZodType<T> {
+  return z.unknown().transform((value, ctx) => {
+    if (value instanceof ConfigReference && value.text === undefined) return value as unknown as T;
+    const input = value instanceof ConfigReference ? fromText(value.text as string) : value;
+    const result = inner.safeParse(input);
+    if (result.success) return result.data;
+    for (const issue of result.error.issues) {
+      ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path as PropertyKey[], input });
+    }
+    return z.NEVER;
+  }) as unknown as z.ZodType<T>;
+}
+
+const asNumber = (t: string) => (/^-?\d+$/.test(t.trim()) ? Number(t.trim()) : t);
+const asBool = (t: string) => (t.trim() === 'true' ? true : t.trim() === 'false' ? false : t);
+
+const str = (min = 0) => leaf(z.string().min(min, `must not be empty`));
+const int = (min: number, max: number) => leaf(z.number().int().min(min).max(max), asNumber);
+const bool = () => leaf(z.boolean(), asBool);
+
+/** A duration in milliseconds, written `500ms`, `30s`, `10m`, `1h` or as plain seconds. */
+const duration = (max = 24 * 3_600_000) =>
+  leaf(
+    z.union([z.string(), z.number()]).transform((v, ctx) => {
+      const ms = parseDuration(v);
+      if (ms === undefined || ms > max) {
+        ctx.addIssue({ code: 'custom', message: `invalid duration ${JSON.stringify(v)} (e.g. 500ms, 30s, 10m, 1h)` });
+        return z.NEVER;
+      }
+      return ms;
+    }),
+  );
+
+/** A size in bytes, written as plain bytes or `64KiB`, `10MiB`, `1GiB`, `64kB`. */
+const size = (min = 1) =>
+  leaf(
+    z.union([z.string(), z.number()]).transform((v, ctx) => {
+      const bytes = parseSize(v);
+      if (bytes === undefined || bytes < min) {
+        ctx.addIssue({ code: 'custom', message: `invalid size ${JSON.stringify(v)} (e.g. 4096, 64KiB, 10MiB)` });
+        return z.NEVER;
+      }
+      return bytes;
+    }),
+  );
+
+/** The permissions an identity may hold; `*` grants all. */
+export const PERMISSIONS = ['collectors:read', 'sso_providers:write', 'asset_group_tags:read', 'passthrough', '*'] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+const permission = leaf(z.enum(PERMISSIONS, { error: `must be one of ${PERMISSIONS.join(', ')}` }));
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+const token = z.strictObject({
+  id: leaf(z.string().regex(UUID, 'must be a UUID')),
+  key: str(1),
+  subject: str(1),
+  permissions: z.array(permission).default([]),
+});
+
+const localBackend = z.strictObject({
+  type: leaf(z.literal('local', { error: 'backend type must be "local" (other types are not available yet)' })),
+  path: str(1),
+});
+
+const server = z.strictObject({
+  host: str(1).default('127.0.0.1'),
+  port: int(0, 65535).default(8080),
+  shutdown_grace: duration().default(25_000),
+  workers: leaf(
+    z.union([z.literal('auto'), z.number().int().min(1).max(256)], { error: 'must be a positive integer or "auto"' }),
+    asNumber,
+  ).default(1),
+  trust_proxy: bool().default(false),
+  max_header_size: size(1024).default(16 * 1024),
+  max_body_size: size().default(10 * 1024 * 1024),
+  body_memory_threshold: size(0).default(1024 * 1024),
+  headers_timeout: duration().default(10_000),
+  body_idle_timeout: duration().default(10_000),
+  keep_alive_timeout: duration().default(5_000),
+  tmp_dir: str(1).optional(),
+});
+
+const schema = z
+  .strictObject({
+    server: server.prefault({}),
+    admin: z
+      .strictObject({ host: str(1).default('127.0.0.1'), port: int(0, 65535).default(9090) })
+      .prefault({}),
+    logging: z
+      .strictObject({
+        level: leaf(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])).default('info'),
+      })
+      .prefault({}),
+    auth: z
+      .strictObject({
+        signature: z
+          .strictObject({
+            scheme: leaf(z.string().regex(/^[a-z0-9-]{1,20}$/, 'must be a lower-case word')).default('bhesignature'),
+            max_clock_skew: duration().default(3_600_000),
+            tokens: z.array(token).default([]),
+          })
+          .prefault({}),
+        jwt: z
+          .strictObject({
+            hs256_secret: leaf(z.string().min(1).regex(BASE64, 'must be standard base64')).optional(),
+            jwks_url: leaf(z.url()).optional(),
+            issuer: str(1).optional(),
+            audience: z.union([str(1), z.array(str(1)).min(1)]).optional(),
+            clock_tolerance: duration().default(0),
+            permissions_claim: str(1).default('permissions'),
+            default_permissions: z.array(permission).default([]),
+          })
+          .prefault({}),
+      })
+      .prefault({}),
+    prefer: z
+      .strictObject({
+        default_wait: int(1, 2_147_483).default(30),
+        max_wait: int(1, 2_147_483).default(300),
+        allow_bypass: bool().default(false),
+      })
+      .prefault({})
+      .refine((p) => typeof p.default_wait !== 'number' || typeof p.max_wait !== 'number' || p.default_wait <= p.max_wait, {
+        message: 'default_wait must not exceed max_wait',
+        path: ['default_wait'],
+      }),
+    checksum_cache: z
+      .strictObject({
+        max_bytes: size().default(64 * 1024 * 1024),
+        max_entry_bytes: size().default(1024 * 1024),
+        latest_ttl: duration().default(30_000),
+      })
+      .prefault({}),
+    forms: z
+      .strictObject({
+        max_parts: int(1, 1000).default(16),
+        max_field_size: size().default(64 * 1024),
+        max_file_size: size().default(1024 * 1024),
+      })
+      .prefault({}),
+    backends: z.strictObject({
+      collectors: localBackend,
+      sso_providers: localBackend,
+      asset_group_tags: localBackend,
+    }),
+  })
+  .superRefine((c, ctx) => {
+    if (c.server.workers !== 1 && c.backends.sso_providers.type === 'local') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['server', 'workers'],
+        message: 'must be 1 while backends.sso_providers is "local" (one process owns that file)',
+      });
+    }
+  });
+
+export const configSchema = schema;
+
+/** The validated configuration: durations in milliseconds, sizes in bytes, paths absolute. */
+export type Config = z.output<typeof schema>;
+export type TokenConfig = Config['auth']['signature']['tokens'][number];

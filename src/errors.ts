@@ -1,0 +1,147 @@
+/**
+ * The one error type of the gateway and the catalogue of every public message.
+ *
+ * A stage throws a `GatewayError`; only the envelope writer (`http/envelope.ts`) turns it into bytes.
+ * Library errors are translated into catalogue entries where they enter. Anything else that reaches
+ * the writer is a generic 500 whose details go to the log, never to the client.
+ */
+export class GatewayError extends Error {
+  /** HTTP status of the response. */
+  readonly status: number;
+  /** The part of the request at fault: `header:Prefer`, `path:asset_group_tag_id`, `form:metadata`, … */
+  readonly context: string;
+  /** Response headers that go with this error (`Allow` on a 405). */
+  readonly headers: Readonly<Record<string, string>> | undefined;
+  /** Internal reason for logs and metrics; never sent to the client. */
+  readonly reason: string | undefined;
+
+  constructor(
+    status: number,
+    context: string,
+    message: string,
+    options: { headers?: Record<string, string>; reason?: string; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'GatewayError';
+    this.status = status;
+    this.context = context;
+    this.headers = options.headers;
+    this.reason = options.reason;
+  }
+}
+
+const SIGNATURE_PREFIX = 'unable to validate request signature for client: ';
+
+/** Every public message, by the situation that produces it. */
+export const errors = {
+  // routing and request framing
+  badTarget: (why: string) => new GatewayError(400, 'path', `invalid request target: ${why}`),
+  notFound: (context = 'path') => new GatewayError(404, context, 'resource not found'),
+  methodNotAllowed: (allow: string) =>
+    new GatewayError(405, 'method', 'method not allowed', { headers: { Allow: allow } }),
+  duplicateHeader: (name: string) =>
+    new GatewayError(400, `header:${name}`, `only one ${name} header is allowed`),
+  requestTimeout: () => new GatewayError(408, 'request', 'request body was not received in time'),
+  headersTooLarge: () => new GatewayError(431, 'header', 'request header fields too large'),
+  malformedRequest: () => new GatewayError(400, 'request', 'malformed HTTP request'),
+  bodyTooLarge: (limit: number) =>
+    new GatewayError(413, 'body', `request body is larger than the limit of ${limit} bytes`),
+  bodyAborted: () => new GatewayError(400, 'body', 'request body was not received completely'),
+  internal: () => new GatewayError(500, 'server', 'an internal error occurred'),
+  unavailable: (context: string) => new GatewayError(503, context, 'service unavailable'),
+
+  // Prefer and the deadline
+  preferInvalid: (value: string) =>
+    new GatewayError(400, 'header:Prefer', `Prefer header has an invalid value: ${value}`),
+  preferBypassDisabled: () =>
+    new GatewayError(
+      400,
+      'header:Prefer',
+      'Prefer header has an invalid value: failed to bypass limits: feature disabled',
+    ),
+  deadline: () => new GatewayError(504, 'request', 'request timed out'),
+
+  // authentication (literal messages of the reference service)
+  notAuthenticated: () => new GatewayError(401, 'header:Authorization', 'not authenticated'),
+  authTwoComponents: () =>
+    new GatewayError(400, 'header:Authorization', 'Expected only two components for the Authorization header.'),
+  authUnknownScheme: (scheme: string) =>
+    new GatewayError(
+      400,
+      'header:Authorization',
+      `Unexpected authorization scheme: ${/^[a-z0-9-]{1,20}$/.test(scheme) ? scheme : '<not shown>'}.`,
+    ),
+  tokenFailed: (reason: string) =>
+    new GatewayError(401, 'header:Authorization', 'Token Authorization failed.', { reason }),
+  tokenIdMalformed: () => new GatewayError(400, 'header:Authorization', 'Token ID is malformed.'),
+  noRequestDate: () => new GatewayError(400, 'header:RequestDate', `${SIGNATURE_PREFIX}no request date header`),
+  malformedRequestDate: (why: string) =>
+    new GatewayError(400, 'header:RequestDate', `${SIGNATURE_PREFIX}malformed request date: ${why}`),
+  noSignature: () => new GatewayError(400, 'header:Signature', `${SIGNATURE_PREFIX}no signature header`),
+  malformedSignature: (why: string) =>
+    new GatewayError(400, 'header:Signature', `${SIGNATURE_PREFIX}malformed signature header: ${why}`),
+  unknownToken: () =>
+    new GatewayError(401, 'header:Authorization', `${SIGNATURE_PREFIX}resource not found`, {
+      reason: 'unknown_token',
+    }),
+  clockSkew: (direction: 'behind' | 'ahead', minutes: string, server: string, client: string) =>
+    new GatewayError(
+      401,
+      'header:RequestDate',
+      `${SIGNATURE_PREFIX}signature too far ${direction} by ${minutes} minutes. Server time is ${server}. Client time is ${client}`,
+      { reason: 'clock_skew' },
+    ),
+  digestMismatch: () =>
+    new GatewayError(401, 'header:Signature', `${SIGNATURE_PREFIX}digest validation failed: signature digest mismatch`, {
+      reason: 'digest_mismatch',
+    }),
+  notAuthorized: () => new GatewayError(403, 'permission', 'not authorized'),
+
+  // path parameters
+  idMalformed: (param: string) => new GatewayError(400, `path:${param}`, 'id is malformed'),
+  invalidCollectorType: (value: string) =>
+    new GatewayError(400, 'path:collector_type', `Invalid collector type: ${value}`),
+  invalidReleaseTag: () =>
+    new GatewayError(
+      400,
+      'path:release_tag',
+      'release tag must be "latest" or a semantic version such as v1.2.3',
+    ),
+
+  // the SSO provider form
+  notMultipart: () =>
+    new GatewayError(400, 'header:Content-Type', 'Content-Type must be multipart/form-data with a boundary'),
+  emptyBody: () => new GatewayError(400, 'body', 'request body is empty'),
+  malformedForm: (why: string) => new GatewayError(400, 'body', `malformed multipart form: ${why}`),
+  formTooLarge: (what: string) => new GatewayError(413, 'body', `multipart form is over the limit: ${what}`),
+  partTooLarge: (name: string, limit: number) =>
+    new GatewayError(413, `form:${name}`, `form part "${name}" is larger than the limit of ${limit} bytes`),
+  unexpectedPart: (name: string) => new GatewayError(400, `form:${name}`, `unexpected form part "${name}"`),
+  duplicatePart: (name: string) => new GatewayError(400, `form:${name}`, `expected only one "${name}" parameter`),
+  partMustBeFile: (name: string) =>
+    new GatewayError(400, `form:${name}`, `"${name}" parameter must be a file with a filename`),
+  partMustBeText: (name: string) =>
+    new GatewayError(400, `form:${name}`, `"${name}" parameter must be a text field, not a file`),
+  invalidText: (name: string) =>
+    new GatewayError(400, `form:${name}`, `"${name}" parameter must be valid UTF-8 text without NUL characters`),
+  invalidName: (why: string) => new GatewayError(400, 'form:name', `"name" parameter is invalid: ${why}`),
+  missingPart: (name: string) => new GatewayError(400, `form:${name}`, `form is missing "${name}" parameter`),
+  notBool: (name: string) => new GatewayError(400, `form:${name}`, `"${name}" parameter could not be converted to bool`),
+  notInt: (name: string) => new GatewayError(400, `form:${name}`, `"${name}" parameter could not be converted to int`),
+  invalidParameter: (name: string) => new GatewayError(400, `form:${name}`, `"${name}" parameter is invalid`),
+  metadataMalformed: (why: string) =>
+    new GatewayError(400, 'form:metadata', `metadata is not well-formed XML: ${why}`),
+  metadataDoctype: () =>
+    new GatewayError(400, 'form:metadata', 'metadata must not contain a DOCTYPE or entity declaration'),
+  metadataNotSaml: () =>
+    new GatewayError(400, 'form:metadata', 'metadata is not a SAML 2.0 EntityDescriptor or EntitiesDescriptor'),
+  metadataNoIdp: () =>
+    new GatewayError(400, 'form:metadata', 'metadata does not have an IDPSSODescriptor'),
+  metadataNoPostBinding: () =>
+    new GatewayError(400, 'form:metadata', 'metadata does not have a SSO service that supports HTTP POST binding'),
+} as const;
+
+/** True when `err` is the catalogue's error type. */
+export function isGatewayError(err: unknown): err is GatewayError {
+  return err instanceof GatewayError;
+}

@@ -1,0 +1,33 @@
+/**
+ * The request context that flows through the pipeline. Each field past the first block is written by
+ * exactly one stage, named beside it; later stages only read it.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Identity } from '../auth/identity.js';
+import type { HeldBody } from './body.js';
+import type { Deadline } from './deadline.js';
+import type { Route } from './router.js';
+
+export interface RequestContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /** `RequestID` of this request (uuid v4), set before any stage runs. */
+  readonly id: string;
+  /** `performance.now()` when the request arrived. */
+  readonly startedAt: number;
+  /** The request target exactly as on the request line. */
+  readonly rawTarget: string;
+  /** The target's path, without the query. */
+  readonly path: string;
+
+  /** Written by the route stage. */
+  route?: Route;
+  /** Written by the deadline stage (`Prefer`). */
+  deadline?: Deadline;
+  /** Written by the authenticate stage. */
+  identity?: Identity;
+  /** Written by the authenticate stage: the body, read under the limit and verified. */
+  body?: HeldBody;
+  /** Written by the error writer or the operation: extra fields for the request's log line. */
+  log: Record<string, unknown>;
+}

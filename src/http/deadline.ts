@@ -1,0 +1,64 @@
+/**
+ * The `Prefer: wait=N` policy: every request gets a deadline, carried as an `AbortSignal` into the
+ * body reader and the backend, so that when it fires the work really stops.
+ */
+import { errors } from '../errors.js';
+
+export interface Deadline {
+  /** Aborts with the catalogue's 504 `request timed out` when the deadline fires; never on a bypass. */
+  readonly signal: AbortSignal;
+  /** What `Preference-Applied` says: `wait=<seconds>` or `wait=-1`. */
+  readonly applied: string;
+  /** `Date.now()` at which the deadline fires; undefined on a bypass. */
+  readonly expiresAt: number | undefined;
+  /** Stops the timer; called when the response is finished. */
+  dispose(): void;
+}
+
+export interface PreferPolicy {
+  /** Seconds when no `Prefer` is sent, or `wait=0`. */
+  readonly default_wait: number;
+  /** The most seconds a client may ask for. */
+  readonly max_wait: number;
+  /** Whether `wait=-1` removes the deadline. */
+  readonly allow_bypass: boolean;
+}
+
+const PREFER = /^wait=(-1|[0-9]+)$/;
+const NEVER = new AbortController().signal;
+
+/**
+ * The deadline for a request whose `Prefer` header is `header` (undefined when absent). Throws the
+ * catalogue's 400 for a value that does not match `^wait=(-1|[0-9]+)$` or a disabled bypass.
+ */
+export function startDeadline(header: string | undefined, policy: PreferPolicy): Deadline {
+  let seconds = policy.default_wait;
+  if (header !== undefined) {
+    const m = PREFER.exec(header);
+    if (!m) throw errors.preferInvalid(printable(header));
+    if (m[1] === '-1') {
+      if (!policy.allow_bypass) throw errors.preferBypassDisabled();
+      return { signal: NEVER, applied: 'wait=-1', expiresAt: undefined, dispose() {} };
+    }
+    // wait=0 means the default (never "no deadline"); digits beyond max_wait clamp without overflow.
+    const digits = (m[1] as string).replace(/^0+(?=\d)/, '');
+    const asked = digits.length > 10 ? Number.POSITIVE_INFINITY : Number(digits);
+    seconds = asked === 0 ? policy.default_wait : Math.min(asked, policy.max_wait);
+  }
+  const controller = new AbortController();
+  const ms = seconds * 1000;
+  const timer = setTimeout(() => controller.abort(errors.deadline()), ms);
+  return {
+    signal: controller.signal,
+    applied: `wait=${seconds}`,
+    expiresAt: Date.now() + ms,
+    dispose: () => clearTimeout(timer),
+  };
+}
+
+/** The header value as it may appear in a message: bounded, control characters replaced. */
+function printable(value: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing them is the point
+  const clean = value.replace(/[\u0000-\u001f\u007f]/g, '?');
+  return clean.length > 64 ? `${clean.slice(0, 64)}…` : clean;
+}

@@ -1,0 +1,91 @@
+/**
+ * Exact routing on the raw request target. A target that could be read as another path (dot
+ * segments, `//`, backslashes, encoded slashes) is refused before routing, so nothing can reach an
+ * operation other than the one that was signed.
+ */
+import { errors } from '../errors.js';
+
+/** The operation ids, used as the `operation` label of metrics and in log lines. */
+export type OperationId = 'GetCollectorChecksum' | 'UpdateSSOProvider' | 'GetAssetGroupTagMember';
+
+/** A matched route: the operation and its path parameters, percent-decoded. */
+export interface Route {
+  readonly operation: OperationId;
+  readonly params: Readonly<Record<string, string>>;
+}
+
+interface RouteSpec {
+  readonly operation: OperationId;
+  readonly methods: readonly string[];
+  /** Path segments; `{name}` is a parameter. */
+  readonly segments: readonly string[];
+}
+
+const SPECS: readonly RouteSpec[] = [
+  {
+    operation: 'GetCollectorChecksum',
+    methods: ['GET', 'HEAD'],
+    segments: ['api', 'v2', 'collectors', '{collector_type}', '{release_tag}', 'checksum'],
+  },
+  { operation: 'UpdateSSOProvider', methods: ['PATCH'], segments: ['api', 'v2', 'sso-providers', '{sso_provider_id}'] },
+  {
+    operation: 'GetAssetGroupTagMember',
+    methods: ['GET', 'HEAD'],
+    segments: ['api', 'v2', 'asset-group-tags', '{asset_group_tag_id}', 'members', '{asset_group_member_id}'],
+  },
+];
+
+const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
+const FORBIDDEN = /\/\/|\\|%2f|%5c/i;
+
+/** The path of a raw target (without the query). Throws 400 for a target that is not a safe origin-form path. */
+export function checkTarget(rawTarget: string): string {
+  if (!rawTarget.startsWith('/')) throw errors.badTarget('must be a path starting with "/"');
+  const q = rawTarget.indexOf('?');
+  const path = q === -1 ? rawTarget : rawTarget.slice(0, q);
+  if (FORBIDDEN.test(path)) throw errors.badTarget('must not contain "//", "\\" or an encoded slash');
+  for (const segment of path.split('/')) {
+    if (DOT_SEGMENT.test(segment)) throw errors.badTarget('must not contain a dot segment');
+  }
+  return path;
+}
+
+/**
+ * The route for `method` and `path` (already checked by `checkTarget`). Throws 404 for an unknown
+ * path and 405 (with `Allow`) for a known path with another method.
+ */
+export function route(method: string, path: string): Route {
+  const segments = path.slice(1).split('/');
+  for (const spec of SPECS) {
+    const params = match(spec.segments, segments);
+    if (!params) continue;
+    if (!spec.methods.includes(method)) throw errors.methodNotAllowed(spec.methods.join(', '));
+    return { operation: spec.operation, params };
+  }
+  throw errors.notFound();
+}
+
+function match(pattern: readonly string[], segments: readonly string[]): Record<string, string> | undefined {
+  if (pattern.length !== segments.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < pattern.length; i++) {
+    const p = pattern[i] as string;
+    const s = segments[i] as string;
+    if (p.startsWith('{')) {
+      if (s === '') return undefined;
+      params[p.slice(1, -1)] = decode(s);
+    } else if (p !== s) {
+      return undefined;
+    }
+  }
+  return params;
+}
+
+function decode(segment: string): string {
+  if (!segment.includes('%')) return segment;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw errors.badTarget('malformed percent-encoding');
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * Every metric of the gateway, defined once on one registry. Names are part of the contract (alert
+ * rules and dashboards rely on them); labels carry only low-cardinality values, never paths, ids or tokens.
+ */
+import client from 'prom-client';
+
+/** Creates the registry with the default process metrics and every gateway metric. */
+export function createMetrics() {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  return {
+    registry,
+    requests: new client.Counter({
+      name: 'gateway_requests_total',
+      help: 'Requests answered, by operation, method and status class.',
+      labelNames: ['operation', 'method', 'status_class'] as const,
+      registers,
+    }),
+    requestDuration: new client.Histogram({
+      name: 'gateway_request_duration_seconds',
+      help: 'Time from the request line to the end of the response, by operation.',
+      labelNames: ['operation'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    authFailures: new client.Counter({
+      name: 'gateway_auth_failures_total',
+      help: 'Failed authentications, by scheme and reason code.',
+      labelNames: ['scheme', 'reason'] as const,
+      registers,
+    }),
+    deadlineExceeded: new client.Counter({
+      name: 'gateway_deadline_exceeded_total',
+      help: 'Requests ended by their Prefer deadline, by operation.',
+      labelNames: ['operation'] as const,
+      registers,
+    }),
+    checksumCacheRequests: new client.Counter({
+      name: 'gateway_checksum_cache_requests_total',
+      help: 'Checksum cache look-ups, by result (hit, miss, stale).',
+      labelNames: ['result'] as const,
+      registers,
+    }),
+    checksumCacheBytes: new client.Gauge({
+      name: 'gateway_checksum_cache_bytes',
+      help: 'Bytes held by the checksum cache.',
+      registers,
+    }),
+    checksumCacheEvictions: new client.Counter({
+      name: 'gateway_checksum_cache_evictions_total',
+      help: 'Entries evicted from the checksum cache to stay under its byte bound.',
+      registers,
+    }),
+    upstreamDuration: new client.Histogram({
+      name: 'gateway_upstream_request_duration_seconds',
+      help: 'Upstream request time, by backend.',
+      labelNames: ['backend'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    upstreamErrors: new client.Counter({
+      name: 'gateway_upstream_errors_total',
+      help: 'Upstream failures, by backend and kind.',
+      labelNames: ['backend', 'kind'] as const,
+      registers,
+    }),
+    jwksFetches: new client.Counter({
+      name: 'gateway_jwks_fetches_total',
+      help: 'JWKS fetches, by result.',
+      labelNames: ['result'] as const,
+      registers,
+    }),
+    jwksKeys: new client.Gauge({ name: 'gateway_jwks_keys', help: 'Keys loaded from the JWKS.', registers }),
+    storeDuration: new client.Histogram({
+      name: 'gateway_store_operation_duration_seconds',
+      help: 'Store operation time, by backend and operation.',
+      labelNames: ['backend', 'operation'] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,16 @@
+/** The shape of an operation: what it needs and how it answers. */
+import type { Permission } from '../config/schema.js';
+import type { RequestContext } from '../http/context.js';
+import type { OperationId } from '../http/router.js';
+
+export interface Operation {
+  readonly id: OperationId;
+  /** The permission an identity needs (403 `not authorized` otherwise). */
+  readonly permission: Permission;
+  /**
+   * Runs the operation's own stages in the contract's order: path parameters (400) → existence (404)
+   * → body validation (400/413) → the backend call, and writes the response. Errors are thrown as
+   * `GatewayError`s; `ctx.deadline.signal` goes to every backend call.
+   */
+  handle(ctx: RequestContext): Promise<void>;
+}
