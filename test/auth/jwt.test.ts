@@ -1,0 +1,131 @@
+import { SignJWT } from 'jose';
+import t, { type Test } from 'tap';
+import { createJwtVerifier } from '../../src/auth/jwt.js';
+import type { Config } from '../../src/config/schema.js';
+
+const SECRET = Buffer.from('a-shared-secret-of-32-bytes-long');
+const NOW = Date.UTC(2024, 0, 1, 10, 0, 0);
+const NOW_S = NOW / 1000;
+
+type JwtConfig = Config['auth']['jwt'];
+const config = (over: Partial<JwtConfig> = {}): JwtConfig => ({
+  hs256_secret: SECRET.toString('base64'),
+  clock_tolerance: 0,
+  permissions_claim: 'permissions',
+  default_permissions: [],
+  ...over,
+});
+const verifier = (over: Partial<JwtConfig> = {}) => createJwtVerifier(config(over), { now: () => NOW });
+
+async function token(claims: Record<string, unknown>, opts: { secret?: Uint8Array; alg?: string } = {}) {
+  return new SignJWT({ exp: NOW_S + 600, ...claims })
+    .setProtectedHeader({ alg: opts.alg ?? 'HS256' })
+    .sign(opts.secret ?? SECRET);
+}
+
+function unsigned(claims: Record<string, unknown>): string {
+  const part = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  return `${part({ alg: 'none', typ: 'JWT' })}.${part({ exp: NOW_S + 600, ...claims })}.`;
+}
+
+async function refusal(t: Test, promise: Promise<unknown>, reason: string, name = reason) {
+  await t.rejects(
+    promise,
+    { status: 401, context: 'header:Authorization', message: 'Token Authorization failed.', reason },
+    name,
+  );
+}
+
+t.test('a good HS256 token gives its subject and permissions', async (t) => {
+  const id = await verifier().verify(await token({ sub: 'alice', permissions: ['collectors:read', 'x:y'] }));
+  t.equal(id.scheme, 'bearer');
+  t.equal(id.subject, 'alice');
+  t.same([...id.permissions].sort(), ['collectors:read', 'x:y']);
+  t.equal(id.tokenId, undefined);
+});
+
+t.test('permissions may be a space-separated string', async (t) => {
+  const id = await verifier().verify(await token({ permissions: 'collectors:read  asset_group_tags:read' }));
+  t.same([...id.permissions].sort(), ['asset_group_tags:read', 'collectors:read']);
+  t.equal(id.subject, 'unknown');
+});
+
+t.test('a token without the claim gets the default permissions', async (t) => {
+  const v = verifier({ default_permissions: ['collectors:read'] });
+  t.same([...(await v.verify(await token({ sub: 'svc' }))).permissions], ['collectors:read']);
+});
+
+t.test('the permissions claim name is configurable; a claim of another type grants nothing', async (t) => {
+  const v = verifier({ permissions_claim: 'scope', default_permissions: ['*'] });
+  t.same([...(await v.verify(await token({ scope: 'passthrough' }))).permissions], ['passthrough']);
+  t.same([...(await v.verify(await token({ scope: 42 }))).permissions], []);
+  t.same([...(await v.verify(await token({ scope: ['a', 7] }))).permissions], ['a']);
+});
+
+t.test('a token signed with another secret is refused', async (t) => {
+  await refusal(
+    t,
+    verifier().verify(await token({}, { secret: Buffer.from('another-secret-of-32-bytes-long!') })),
+    'bad_signature',
+  );
+});
+
+t.test('alg none and other algorithms are refused', async (t) => {
+  await refusal(t, verifier().verify(unsigned({ sub: 'mallory' })), 'bad_algorithm', 'none');
+  await refusal(t, verifier().verify(await token({}, { alg: 'HS512' })), 'bad_algorithm', 'HS512');
+});
+
+t.test('expiry is required and enforced', async (t) => {
+  await refusal(t, verifier().verify(await token({ exp: NOW_S - 1 })), 'expired');
+  await refusal(t, verifier().verify(await token({ exp: NOW_S })), 'expired', 'exp equal to now');
+  await refusal(t, verifier().verify(await token({ exp: undefined })), 'missing_exp');
+  await refusal(t, verifier().verify(await token({ exp: 'soon' })), 'malformed', 'exp not a number');
+});
+
+t.test('nbf and iat in the future are refused beyond the clock tolerance', async (t) => {
+  await refusal(t, verifier().verify(await token({ nbf: NOW_S + 5 })), 'not_yet_valid', 'nbf');
+  await refusal(t, verifier().verify(await token({ iat: NOW_S + 5 })), 'not_yet_valid', 'iat');
+  const tolerant = verifier({ clock_tolerance: 10_000 });
+  t.ok(await tolerant.verify(await token({ nbf: NOW_S + 5, iat: NOW_S + 5 })));
+  t.ok(await tolerant.verify(await token({ exp: NOW_S - 5 })), 'exp within tolerance');
+  await refusal(
+    t,
+    tolerant.verify(await token({ iat: NOW_S + 11 })),
+    'not_yet_valid',
+    'iat beyond tolerance',
+  );
+});
+
+t.test('issuer and audience are checked where configured', async (t) => {
+  const v = verifier({ issuer: 'https://idp', audience: ['gw', 'other'] });
+  t.ok(await v.verify(await token({ iss: 'https://idp', aud: 'other' })), 'audience from the list');
+  t.ok(await v.verify(await token({ iss: 'https://idp', aud: ['x', 'gw'] })), 'one of the token audiences');
+  await refusal(t, v.verify(await token({ iss: 'https://evil', aud: 'gw' })), 'bad_issuer');
+  await refusal(t, v.verify(await token({ aud: 'gw' })), 'bad_issuer', 'issuer missing');
+  await refusal(t, v.verify(await token({ iss: 'https://idp', aud: 'nope' })), 'bad_audience');
+  await refusal(t, v.verify(await token({ iss: 'https://idp' })), 'bad_audience', 'audience missing');
+  t.ok(await verifier({ audience: 'gw' }).verify(await token({ aud: 'gw' })), 'a single audience');
+});
+
+t.test('a token that is not a JWS is malformed', async (t) => {
+  const good = await token({});
+  for (const bad of ['', 'abc', 'a.b.c', 'a.b', `${good.slice(0, -3)}!!!`]) {
+    await refusal(t, verifier().verify(bad), 'malformed', JSON.stringify(bad));
+  }
+  const tampered = `${good.slice(0, -6)}${good.slice(-6, -5) === 'A' ? 'B' : 'A'}${good.slice(-5)}`;
+  await refusal(t, verifier().verify(tampered), 'bad_signature', 'a tampered signature');
+  const notJson = `${Buffer.from('{"alg":"HS256"}').toString('base64url')}.${Buffer.from('[1]').toString('base64url')}.x`;
+  await refusal(t, verifier().verify(notJson), 'malformed', 'claims not an object');
+});
+
+t.test('without a secret every bearer token fails with no_key', async (t) => {
+  await refusal(t, verifier({ hs256_secret: undefined }).verify(await token({})), 'no_key');
+});
+
+t.test('the reason never carries the token', async (t) => {
+  const jwt = await token({ exp: NOW_S - 1 });
+  const err = await verifier()
+    .verify(jwt)
+    .catch((e: Error) => e);
+  t.notMatch(JSON.stringify({ ...(err as object), message: (err as Error).message }), jwt);
+});
