@@ -1,0 +1,74 @@
+/**
+ * The collectors backend on a local directory, the reference layout:
+ * `<dir>/<collector_type>/<collector_type>-v<version>.zip.sha256` (a `.zip` beside it is ignored).
+ * Versions are discovered from the file names each time `latest` is resolved, so a release dropped
+ * into the directory appears without a restart.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import semver from 'semver';
+import { type ChecksumFile, COLLECTOR_TYPES, type CollectorsBackend, type CollectorType } from './backend.js';
+
+const SUFFIX = '.zip.sha256';
+
+/** Serves checksum files from `dir`; a missing type directory means "no releases". */
+export function createLocalCollectors(dir: string): CollectorsBackend {
+  return {
+    async getChecksum(
+      type: CollectorType,
+      release: string,
+      signal: AbortSignal,
+    ): Promise<ChecksumFile | undefined> {
+      signal.throwIfAborted();
+      // The operation validates both; checking again keeps a path outside `dir` unreachable.
+      if (!COLLECTOR_TYPES.includes(type)) return undefined;
+      const version = release === 'latest' ? await latestVersion(dir, type, signal) : release;
+      if (version === undefined || !isStrictVersion(version)) return undefined;
+      try {
+        const bytes = await readFile(join(dir, type, `${type}-v${version}${SUFFIX}`), { signal });
+        return { version, bytes };
+      } catch (err) {
+        signal.throwIfAborted();
+        if (isMissing(err)) return undefined;
+        throw err;
+      }
+    },
+    async close() {},
+  };
+}
+
+/** The highest stable version among the type's files, by semver order; undefined when there is none. */
+async function latestVersion(
+  dir: string,
+  type: CollectorType,
+  signal: AbortSignal,
+): Promise<string | undefined> {
+  let names: string[];
+  try {
+    names = await readdir(join(dir, type));
+  } catch (err) {
+    if (isMissing(err)) return undefined;
+    throw err;
+  }
+  // readdir takes no signal; stop here rather than carry on for a request that has gone.
+  signal.throwIfAborted();
+  const prefix = `${type}-v`;
+  let best: string | undefined;
+  for (const name of names) {
+    if (!name.startsWith(prefix) || !name.endsWith(SUFFIX)) continue;
+    const version = name.slice(prefix.length, -SUFFIX.length);
+    if (!isStrictVersion(version) || semver.prerelease(version) !== null) continue;
+    if (best === undefined || semver.gt(version, best)) best = version;
+  }
+  return best;
+}
+
+/** Strict semver 2.0 without a `v` and without a build part (the name must be the canonical form). */
+function isStrictVersion(version: string): boolean {
+  return semver.parse(version)?.version === version;
+}
+
+function isMissing(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR';
+}
