@@ -61,6 +61,10 @@ export interface SsoProvidersBackend {
    * Applies `patch` atomically (one commit point); undefined when the provider no longer exists.
    * A patch that changes nothing writes nothing. Concurrent updates never lose one another.
    */
-  update(ssoProviderId: number, patch: SsoProviderPatch, signal: AbortSignal): Promise<SsoProviderUpdate | undefined>;
+  update(
+    ssoProviderId: number,
+    patch: SsoProviderPatch,
+    signal: AbortSignal,
+  ): Promise<SsoProviderUpdate | undefined>;
   close(): Promise<void>;
 }

@@ -1,0 +1,144 @@
+/**
+ * Update SSO Provider: a multipart form that renames a provider, replaces its SAML metadata and sets
+ * its auto-provisioning. Every check passes before the backend is asked to write; a rejected request
+ * changes nothing.
+ *
+ * Order of faults: the form's structure first, in form order (framing, limits, unknown, repeated, wrong
+ * kind, not UTF-8; see `readForm`); then each part's value, in form order (name rules, bool or int
+ * conversion, metadata); then the auto-provision set as a whole (a missing part, in the order enabled,
+ * default_role_id, role_provision; then whether the role exists).
+ */
+import type {
+  AutoProvision,
+  SsoProviderPatch,
+  SsoProvidersBackend,
+} from '../backends/sso-providers/backend.js';
+import type { Config } from '../config/schema.js';
+import { errors } from '../errors.js';
+import type { RequestContext } from '../http/context.js';
+import { sendJson } from '../http/respond.js';
+import type { Logger } from '../observability/logger.js';
+import { type FormPart, type PartKind, readForm } from '../validate/form.js';
+import { parseId } from '../validate/ids.js';
+import { parseSamlMetadata } from '../validate/saml.js';
+import type { Operation } from './operation.js';
+
+const ENABLED = 'config.auto_provision.enabled';
+const ROLE_ID = 'config.auto_provision.default_role_id';
+const ROLE_PROVISION = 'config.auto_provision.role_provision';
+
+const PARTS: Readonly<Record<string, PartKind>> = {
+  name: 'text',
+  metadata: 'file',
+  [ENABLED]: 'text',
+  [ROLE_ID]: 'text',
+  [ROLE_PROVISION]: 'text',
+};
+
+const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
+const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
+const INTEGER = /^[+-]?[0-9]+$/;
+const MAX_INT32 = 2_147_483_647;
+const MAX_NAME = 255;
+const NEVER = new AbortController().signal;
+
+/** The operation on `backend`, with the form limits of the configuration. */
+export function createSsoProviderUpdate(deps: {
+  backend: SsoProvidersBackend;
+  forms: Config['forms'];
+  logger: Logger;
+}): Operation {
+  const { backend, forms, logger } = deps;
+  return {
+    id: 'UpdateSSOProvider',
+    permission: 'sso_providers:write',
+    async handle(ctx: RequestContext) {
+      const signal = ctx.deadline?.signal ?? NEVER;
+      const id = parseId(ctx.route?.params.sso_provider_id, 'sso_provider_id');
+      if (!(await backend.get(id, signal))) throw errors.notFound('path:sso_provider_id');
+
+      const parts = await readForm({
+        contentType: ctx.req.headers['content-type'],
+        body: ctx.body,
+        parts: PARTS,
+        limits: forms,
+        signal,
+      });
+      const patch = await toPatch(parts, backend, signal);
+
+      const result = await backend.update(id, patch, signal);
+      if (!result) throw errors.notFound('path:sso_provider_id');
+      if (result.changed.length > 0) {
+        logger.info(
+          {
+            audit: 'sso_provider_update',
+            request_id: ctx.id,
+            subject: ctx.identity?.subject,
+            sso_provider_id: id,
+            fields: result.changed,
+          },
+          'sso provider updated',
+        );
+      }
+      sendJson(ctx, 200, { data: result.provider });
+    },
+  };
+}
+
+/** The validated change the form asks for. */
+async function toPatch(
+  parts: FormPart[],
+  backend: SsoProvidersBackend,
+  signal: AbortSignal,
+): Promise<SsoProviderPatch> {
+  const patch: SsoProviderPatch = {};
+  const auto: Partial<AutoProvision> = {};
+  for (const part of parts) {
+    if (part.kind === 'file') {
+      const { idpIssuerUri, idpSsoUri } = parseSamlMetadata(part.data);
+      patch.metadata = { xml: part.data.toString('utf8').replace(/^\uFEFF/, ''), idpIssuerUri, idpSsoUri };
+    } else if (part.name === 'name') {
+      patch.name = checkName(part.value);
+    } else if (part.name === ROLE_ID) {
+      auto.default_role_id = toInt(part.name, part.value);
+    } else {
+      auto[part.name === ENABLED ? 'enabled' : 'role_provision'] = toBool(part.name, part.value);
+    }
+  }
+  if (Object.keys(auto).length === 0) return patch;
+
+  if (auto.enabled === undefined) throw errors.missingPart(ENABLED);
+  if (auto.default_role_id === undefined) throw errors.missingPart(ROLE_ID);
+  if (auto.role_provision === undefined) throw errors.missingPart(ROLE_PROVISION);
+  const roleId = auto.default_role_id;
+  if (roleId < 1 || roleId > MAX_INT32 || !(await backend.roleExists(roleId, signal))) {
+    throw errors.invalidParameter(ROLE_ID);
+  }
+  patch.autoProvision = {
+    enabled: auto.enabled,
+    default_role_id: roleId,
+    role_provision: auto.role_provision,
+  };
+  return patch;
+}
+
+/** The trimmed name: 1 to 255 code points, no control characters. */
+function checkName(value: string): string {
+  const name = value.trim();
+  if (name === '') throw errors.invalidName('must not be empty');
+  if ([...name].length > MAX_NAME) throw errors.invalidName(`must be at most ${MAX_NAME} characters`);
+  if (/\p{Cc}/u.test(name)) throw errors.invalidName('must not contain control characters');
+  return name;
+}
+
+function toBool(part: string, value: string): boolean {
+  if (TRUE.has(value)) return true;
+  if (FALSE.has(value)) return false;
+  throw errors.notBool(part);
+}
+
+/** An integer as text (sign allowed, as the reference parses it); its range is checked later. */
+function toInt(part: string, value: string): number {
+  if (!INTEGER.test(value)) throw errors.notInt(part);
+  return Number(value);
+}
