@@ -64,7 +64,11 @@ export const errors = {
   // authentication (literal messages of the reference service)
   notAuthenticated: () => new GatewayError(401, 'header:Authorization', 'not authenticated'),
   authTwoComponents: () =>
-    new GatewayError(400, 'header:Authorization', 'Expected only two components for the Authorization header.'),
+    new GatewayError(
+      400,
+      'header:Authorization',
+      'Expected only two components for the Authorization header.',
+    ),
   authUnknownScheme: (scheme: string) =>
     new GatewayError(
       400,
@@ -74,7 +78,8 @@ export const errors = {
   tokenFailed: (reason: string) =>
     new GatewayError(401, 'header:Authorization', 'Token Authorization failed.', { reason }),
   tokenIdMalformed: () => new GatewayError(400, 'header:Authorization', 'Token ID is malformed.'),
-  noRequestDate: () => new GatewayError(400, 'header:RequestDate', `${SIGNATURE_PREFIX}no request date header`),
+  noRequestDate: () =>
+    new GatewayError(400, 'header:RequestDate', `${SIGNATURE_PREFIX}no request date header`),
   malformedRequestDate: (why: string) =>
     new GatewayError(400, 'header:RequestDate', `${SIGNATURE_PREFIX}malformed request date: ${why}`),
   noSignature: () => new GatewayError(400, 'header:Signature', `${SIGNATURE_PREFIX}no signature header`),
@@ -92,9 +97,14 @@ export const errors = {
       { reason: 'clock_skew' },
     ),
   digestMismatch: () =>
-    new GatewayError(401, 'header:Signature', `${SIGNATURE_PREFIX}digest validation failed: signature digest mismatch`, {
-      reason: 'digest_mismatch',
-    }),
+    new GatewayError(
+      401,
+      'header:Signature',
+      `${SIGNATURE_PREFIX}digest validation failed: signature digest mismatch`,
+      {
+        reason: 'digest_mismatch',
+      },
+    ),
   notAuthorized: () => new GatewayError(403, 'permission', 'not authorized'),
 
   // path parameters
@@ -117,28 +127,44 @@ export const errors = {
   partTooLarge: (name: string, limit: number) =>
     new GatewayError(413, `form:${name}`, `form part "${name}" is larger than the limit of ${limit} bytes`),
   unexpectedPart: (name: string) => new GatewayError(400, `form:${name}`, `unexpected form part "${name}"`),
-  duplicatePart: (name: string) => new GatewayError(400, `form:${name}`, `expected only one "${name}" parameter`),
+  duplicatePart: (name: string) =>
+    new GatewayError(400, `form:${name}`, `expected only one "${name}" parameter`),
   partMustBeFile: (name: string) =>
     new GatewayError(400, `form:${name}`, `"${name}" parameter must be a file with a filename`),
   partMustBeText: (name: string) =>
     new GatewayError(400, `form:${name}`, `"${name}" parameter must be a text field, not a file`),
   invalidText: (name: string) =>
-    new GatewayError(400, `form:${name}`, `"${name}" parameter must be valid UTF-8 text without NUL characters`),
+    new GatewayError(
+      400,
+      `form:${name}`,
+      `"${name}" parameter must be valid UTF-8 text without NUL characters`,
+    ),
   invalidName: (why: string) => new GatewayError(400, 'form:name', `"name" parameter is invalid: ${why}`),
   missingPart: (name: string) => new GatewayError(400, `form:${name}`, `form is missing "${name}" parameter`),
-  notBool: (name: string) => new GatewayError(400, `form:${name}`, `"${name}" parameter could not be converted to bool`),
-  notInt: (name: string) => new GatewayError(400, `form:${name}`, `"${name}" parameter could not be converted to int`),
+  notBool: (name: string) =>
+    new GatewayError(400, `form:${name}`, `"${name}" parameter could not be converted to bool`),
+  notInt: (name: string) =>
+    new GatewayError(400, `form:${name}`, `"${name}" parameter could not be converted to int`),
   invalidParameter: (name: string) => new GatewayError(400, `form:${name}`, `"${name}" parameter is invalid`),
   metadataMalformed: (why: string) =>
     new GatewayError(400, 'form:metadata', `metadata is not well-formed XML: ${why}`),
   metadataDoctype: () =>
     new GatewayError(400, 'form:metadata', 'metadata must not contain a DOCTYPE or entity declaration'),
   metadataNotSaml: () =>
-    new GatewayError(400, 'form:metadata', 'metadata is not a SAML 2.0 EntityDescriptor or EntitiesDescriptor'),
-  metadataNoIdp: () =>
-    new GatewayError(400, 'form:metadata', 'metadata does not have an IDPSSODescriptor'),
+    new GatewayError(
+      400,
+      'form:metadata',
+      'metadata is not a SAML 2.0 EntityDescriptor or EntitiesDescriptor',
+    ),
+  metadataNoIdp: () => new GatewayError(400, 'form:metadata', 'metadata does not have an IDPSSODescriptor'),
   metadataNoPostBinding: () =>
-    new GatewayError(400, 'form:metadata', 'metadata does not have a SSO service that supports HTTP POST binding'),
+    new GatewayError(
+      400,
+      'form:metadata',
+      'metadata does not have a SSO service that supports HTTP POST binding',
+    ),
+  metadataMissingAttribute: (attribute: 'entityID' | 'Location') =>
+    new GatewayError(400, 'form:metadata', `metadata is missing the ${attribute} attribute`),
 } as const;
 
 /** True when `err` is the catalogue's error type. */

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
+import { isMap, isScalar, isSeq, type Node, parseDocument } from 'yaml';
 import { type Config, ConfigReference, configSchema } from './schema.js';
 
 /** A configuration that cannot be used; `problems` lists each one as `key.path: reason`. */
@@ -66,7 +66,9 @@ export function parseConfig(text: string, baseDir: string, options: LoadOptions 
       const value = readFileSync(path.resolve(baseDir, target), 'utf8').replace(/\r?\n$/, '');
       return new ConfigReference(source, value);
     } catch (err) {
-      problems.push(`${at}: file ${target} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      problems.push(
+        `${at}: file ${target} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
       return new ConfigReference(source, '');
     }
   });
@@ -74,7 +76,13 @@ export function parseConfig(text: string, baseDir: string, options: LoadOptions 
 
   const result = configSchema.safeParse(raw ?? {});
   if (!result.success) {
-    throw new ConfigError(result.error.issues.map((i) => `${formatPath(i.path) || '(top level)'}: ${i.message}`));
+    throw new ConfigError(
+      result.error.issues.flatMap((i) =>
+        i.code === 'unrecognized_keys'
+          ? i.keys.map((k) => `${formatPath([...i.path, k])}: unknown key`)
+          : [`${formatPath(i.path) || '(top level)'}: ${i.message}`],
+      ),
+    );
   }
   const config = result.data;
   for (const backend of Object.values(config.backends)) {

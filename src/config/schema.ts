@@ -46,7 +46,10 @@ const duration = (max = 24 * 3_600_000) =>
     z.union([z.string(), z.number()]).transform((v, ctx) => {
       const ms = parseDuration(v);
       if (ms === undefined || ms > max) {
-        ctx.addIssue({ code: 'custom', message: `invalid duration ${JSON.stringify(v)} (e.g. 500ms, 30s, 10m, 1h)` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `invalid duration ${JSON.stringify(v)} (e.g. 500ms, 30s, 10m, 1h)`,
+        });
         return z.NEVER;
       }
       return ms;
@@ -59,7 +62,10 @@ const size = (min = 1) =>
     z.union([z.string(), z.number()]).transform((v, ctx) => {
       const bytes = parseSize(v);
       if (bytes === undefined || bytes < min) {
-        ctx.addIssue({ code: 'custom', message: `invalid size ${JSON.stringify(v)} (e.g. 4096, 64KiB, 10MiB)` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `invalid size ${JSON.stringify(v)} (e.g. 4096, 64KiB, 10MiB)`,
+        });
         return z.NEVER;
       }
       return bytes;
@@ -67,7 +73,13 @@ const size = (min = 1) =>
   );
 
 /** The permissions an identity may hold; `*` grants all. */
-export const PERMISSIONS = ['collectors:read', 'sso_providers:write', 'asset_group_tags:read', 'passthrough', '*'] as const;
+export const PERMISSIONS = [
+  'collectors:read',
+  'sso_providers:write',
+  'asset_group_tags:read',
+  'passthrough',
+  '*',
+] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 const permission = leaf(z.enum(PERMISSIONS, { error: `must be one of ${PERMISSIONS.join(', ')}` }));
 
@@ -82,7 +94,9 @@ const token = z.strictObject({
 });
 
 const localBackend = z.strictObject({
-  type: leaf(z.literal('local', { error: 'backend type must be "local" (other types are not available yet)' })),
+  type: leaf(
+    z.literal('local', { error: 'backend type must be "local" (other types are not available yet)' }),
+  ),
   path: str(1),
 });
 
@@ -91,7 +105,9 @@ const server = z.strictObject({
   port: int(0, 65535).default(8080),
   shutdown_grace: duration().default(25_000),
   workers: leaf(
-    z.union([z.literal('auto'), z.number().int().min(1).max(256)], { error: 'must be a positive integer or "auto"' }),
+    z.union([z.literal('auto'), z.number().int().min(1).max(256)], {
+      error: 'must be a positive integer or "auto"',
+    }),
     asNumber,
   ).default(1),
   trust_proxy: bool().default(false),
@@ -119,7 +135,9 @@ const schema = z
       .strictObject({
         signature: z
           .strictObject({
-            scheme: leaf(z.string().regex(/^[a-z0-9-]{1,20}$/, 'must be a lower-case word')).default('bhesignature'),
+            scheme: leaf(z.string().regex(/^[a-z0-9-]{1,20}$/, 'must be a lower-case word')).default(
+              'bhesignature',
+            ),
             max_clock_skew: duration().default(3_600_000),
             tokens: z.array(token).default([]),
           })
@@ -144,10 +162,16 @@ const schema = z
         allow_bypass: bool().default(false),
       })
       .prefault({})
-      .refine((p) => typeof p.default_wait !== 'number' || typeof p.max_wait !== 'number' || p.default_wait <= p.max_wait, {
-        message: 'default_wait must not exceed max_wait',
-        path: ['default_wait'],
-      }),
+      .refine(
+        (p) =>
+          typeof p.default_wait !== 'number' ||
+          typeof p.max_wait !== 'number' ||
+          p.default_wait <= p.max_wait,
+        {
+          message: 'default_wait must not exceed max_wait',
+          path: ['default_wait'],
+        },
+      ),
     checksum_cache: z
       .strictObject({
         max_bytes: size().default(64 * 1024 * 1024),

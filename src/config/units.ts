@@ -8,10 +8,11 @@ const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_60
 
 /** Milliseconds for a duration written as a number of seconds or `<n>(ms|s|m|h)`; undefined if malformed. */
 export function parseDuration(value: string | number): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? Math.round(value * 1000) : undefined;
+  if (typeof value === 'number')
+    return Number.isFinite(value) && value >= 0 ? Math.round(value * 1000) : undefined;
   const m = DURATION.exec(value.trim());
   if (!m) return undefined;
-  return Math.round(Number(m[1]) * DURATION_MS[m[2] ?? 's']!);
+  return Math.round(Number(m[1]) * (DURATION_MS[m[2] ?? 's'] as number));
 }
 
 const SIZE = /^(\d+)\s*(B|kB|KB|KiB|MB|MiB|GB|GiB)?$/;
@@ -31,6 +32,6 @@ export function parseSize(value: string | number): number | undefined {
   if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 0 ? value : undefined;
   const m = SIZE.exec(value.trim());
   if (!m) return undefined;
-  const bytes = Number(m[1]) * SIZE_BYTES[m[2] ?? 'B']!;
+  const bytes = Number(m[1]) * (SIZE_BYTES[m[2] ?? 'B'] as number);
   return Number.isSafeInteger(bytes) ? bytes : undefined;
 }

@@ -6,7 +6,12 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import type { RequestContext } from './context.js';
 
 /** Sends `value` as JSON with `status`. */
-export function sendJson(ctx: RequestContext, status: number, value: unknown, headers: OutgoingHttpHeaders = {}): void {
+export function sendJson(
+  ctx: RequestContext,
+  status: number,
+  value: unknown,
+  headers: OutgoingHttpHeaders = {},
+): void {
   sendBytes(ctx, status, Buffer.from(JSON.stringify(value)), {
     'Content-Type': 'application/json; charset=utf-8',
     ...headers,
@@ -14,7 +19,12 @@ export function sendJson(ctx: RequestContext, status: number, value: unknown, he
 }
 
 /** Sends `body` with `status` and `headers` (which should name its `Content-Type`). */
-export function sendBytes(ctx: RequestContext, status: number, body: Buffer, headers: OutgoingHttpHeaders): void {
+export function sendBytes(
+  ctx: RequestContext,
+  status: number,
+  body: Buffer,
+  headers: OutgoingHttpHeaders,
+): void {
   const { res } = ctx;
   res.writeHead(status, { ...headers, 'Content-Length': body.length });
   res.end(ctx.req.method === 'HEAD' ? undefined : body);

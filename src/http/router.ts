@@ -27,7 +27,11 @@ const SPECS: readonly RouteSpec[] = [
     methods: ['GET', 'HEAD'],
     segments: ['api', 'v2', 'collectors', '{collector_type}', '{release_tag}', 'checksum'],
   },
-  { operation: 'UpdateSSOProvider', methods: ['PATCH'], segments: ['api', 'v2', 'sso-providers', '{sso_provider_id}'] },
+  {
+    operation: 'UpdateSSOProvider',
+    methods: ['PATCH'],
+    segments: ['api', 'v2', 'sso-providers', '{sso_provider_id}'],
+  },
   {
     operation: 'GetAssetGroupTagMember',
     methods: ['GET', 'HEAD'],

@@ -2,7 +2,7 @@
  * The pino logger. Secrets never reach a line: credentials are redacted by path, and request
  * lines are built from chosen fields (never whole headers or the query string).
  */
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 
 export type { Logger };
 

@@ -1,0 +1,171 @@
+/**
+ * createApp(config): wires the logger, metrics, backends and pipeline into an API server and an admin
+ * server. No `listen()` happens here until asked, so tests run the real app in process on port 0.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import type { DestinationStream } from 'pino';
+import { createAuthenticate } from './auth/authenticate.js';
+import { type Backends, createBackends } from './backends/index.js';
+import type { Config } from './config/schema.js';
+import { errors, type GatewayError } from './errors.js';
+import { writeSocketError } from './http/envelope.js';
+import { createHandler } from './http/handler.js';
+import { createAdminHandler } from './observability/admin.js';
+import { createLogger, type Logger } from './observability/logger.js';
+import { createMetrics, type Metrics } from './observability/metrics.js';
+import { createAssetGroupTagMember } from './operations/asset-group-tag-member.js';
+import { createCollectorChecksum } from './operations/collector-checksum.js';
+import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
+import { createPipeline, type Stage } from './pipeline.js';
+
+export interface App {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** Binds the API and admin listeners; port 0 picks a free port. Logs `listening`. */
+  listen(): Promise<{ port: number; adminPort: number }>;
+  /** Swaps in a new configuration (all but the listen addresses); the old backends are closed. */
+  reload(config: Config): Promise<void>;
+  /**
+   * Drains: readiness goes false, no new connections, in-flight requests finish within
+   * `server.shutdown_grace`, then remaining connections are cut and the backends closed.
+   */
+  close(): Promise<void>;
+}
+
+export interface AppOptions {
+  /** Where log lines go (stdout by default). */
+  logDestination?: DestinationStream;
+}
+
+/** What one configuration builds; replaced whole on reload. */
+interface Runtime {
+  readonly config: Config;
+  readonly backends: Backends;
+  readonly stages: ReadonlyArray<readonly [string, Stage]>;
+}
+
+async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): Promise<Runtime> {
+  const backends = await createBackends(config, { metrics });
+  const authenticate = createAuthenticate({
+    auth: config.auth,
+    server: config.server,
+    metrics,
+    tmpDir: config.server.tmp_dir ?? tmpdir(),
+  });
+  const stages = createPipeline({
+    prefer: config.prefer,
+    authenticate,
+    operations: {
+      GetCollectorChecksum: createCollectorChecksum({ backend: backends.collectors }),
+      UpdateSSOProvider: createSsoProviderUpdate({
+        backend: backends.ssoProviders,
+        forms: config.forms,
+        logger,
+      }),
+      GetAssetGroupTagMember: createAssetGroupTagMember({ backend: backends.assetGroupTags }),
+    },
+  });
+  return { config, backends, stages };
+}
+
+/** Builds the gateway for `config`. Throws when a backend cannot start (e.g. a malformed data file). */
+export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
+  const logger = createLogger(config.logging.level, options.logDestination);
+  const metrics = createMetrics();
+  let runtime = await buildRuntime(config, logger, metrics);
+  let draining = false;
+
+  const server = createServer(
+    {
+      maxHeaderSize: config.server.max_header_size,
+      // The deadline and the body idle timeout bound a request; Node's own timer only checks headers.
+      requestTimeout: 0,
+      headersTimeout: config.server.headers_timeout,
+      // Node checks headersTimeout every 30 s by default, far coarser than the timeout itself.
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, config.server.headers_timeout / 4)),
+      keepAliveTimeout: config.server.keep_alive_timeout,
+    },
+    createHandler({ logger, metrics, stages: () => runtime.stages }),
+  );
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    onClientError(err, socket, logger, metrics);
+  });
+  const admin = createServer(createAdminHandler(metrics, () => !draining));
+
+  return {
+    logger,
+    metrics,
+    async listen() {
+      const { server: s, admin: a } = runtime.config;
+      await Promise.all([listenOn(server, s.host, s.port), listenOn(admin, a.host, a.port)]);
+      const port = (server.address() as AddressInfo).port;
+      const adminPort = (admin.address() as AddressInfo).port;
+      logger.info({ port, admin_port: adminPort }, 'listening');
+      return { port, adminPort };
+    },
+    async reload(next) {
+      const old = runtime;
+      runtime = await buildRuntime(next, logger, metrics);
+      logger.level = next.logging.level;
+      server.headersTimeout = next.server.headers_timeout;
+      server.keepAliveTimeout = next.server.keep_alive_timeout;
+      logger.info('configuration reloaded');
+      await old.backends.close();
+    },
+    async close() {
+      draining = true;
+      const grace = runtime.config.server.shutdown_grace;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Keep-alive connections become idle as their requests finish: close them as they do.
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      const cut = setTimeout(() => server.closeAllConnections(), grace);
+      server.closeIdleConnections();
+      await closed;
+      clearInterval(sweep);
+      clearTimeout(cut);
+      await new Promise<void>((resolve) => admin.close(() => resolve()));
+      admin.closeAllConnections();
+      await runtime.backends.close();
+      logger.info('stopped');
+    },
+  };
+}
+
+function listenOn(server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** Node's HTTP parser refused a request: answer in the envelope (431, 408, 400) and close. */
+function onClientError(err: NodeJS.ErrnoException, socket: Socket, logger: Logger, metrics: Metrics): void {
+  const inResponse = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || !socket.writable || inResponse?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const error: GatewayError =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? errors.headersTooLarge()
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? errors.requestTimeout()
+        : errors.malformedRequest();
+  const requestId = randomUUID();
+  writeSocketError(socket, requestId, error);
+  metrics.requests.inc({
+    operation: 'unmatched',
+    method: 'OTHER',
+    status_class: `${Math.floor(error.status / 100)}xx`,
+  });
+  logger.info(
+    { request_id: requestId, operation: 'unmatched', status: error.status, reason: err.code },
+    'request',
+  );
+}

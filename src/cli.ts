@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+/**
+ * The `gateway` command: `gateway --config FILE` starts the gateway, `gateway check-config FILE
+ * [--resolve]` validates a configuration, `gateway sign ...` prints signed-request headers.
+ */
+import { parseArgs } from 'node:util';
+import { runSign } from './cli/sign.js';
+import { ConfigError, loadConfigFile } from './config/load.js';
+import { runGateway } from './main.js';
+
+const USAGE = `usage:
+  gateway --config FILE                      start the gateway
+  gateway check-config FILE [--resolve]      validate a configuration (exit 0 or 1)
+  gateway sign --token-id ID --method M --uri PATH[?QUERY] [...]   print signed-request headers
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command] = argv;
+  if (command === 'sign') {
+    return runSign(argv.slice(1), {
+      stdout: (s) => process.stdout.write(s),
+      stderr: (s) => process.stderr.write(s),
+      env: process.env,
+    });
+  }
+  if (command === 'check-config') return checkConfig(argv.slice(1));
+  let values: { config?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: { config: { type: 'string' }, help: { type: 'boolean' } },
+    }));
+  } catch (err) {
+    process.stderr.write(`gateway: ${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (!values.config) {
+    process.stderr.write(`gateway: --config FILE is required\n${USAGE}`);
+    return 2;
+  }
+  // The gateway's own timers and pools must not keep a stopped process alive.
+  process.exit(await runGateway(values.config));
+}
+
+function checkConfig(args: string[]): number {
+  let parsed: ReturnType<
+    typeof parseArgs<{ args: string[]; allowPositionals: true; options: { resolve: { type: 'boolean' } } }>
+  >;
+  try {
+    parsed = parseArgs({ args, allowPositionals: true, options: { resolve: { type: 'boolean' } } });
+  } catch (err) {
+    process.stderr.write(`gateway check-config: ${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const [file] = parsed.positionals;
+  if (!file || parsed.positionals.length > 1) {
+    process.stderr.write(`gateway check-config: exactly one FILE is required\n${USAGE}`);
+    return 2;
+  }
+  try {
+    loadConfigFile(file, { resolve: parsed.values.resolve === true });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${file}: ${err.message}\n`);
+    return 1;
+  }
+  process.stdout.write(`${file}: configuration is valid\n`);
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    process.stderr.write(`gateway: ${(err as Error).stack ?? err}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,86 @@
+/**
+ * Runs the pipeline for one request: creates the context, runs the stages in order, turns whatever
+ * they throw into the error envelope, and writes the request's one log line and its metrics.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Stage } from '../pipeline.js';
+import type { RequestContext } from './context.js';
+import { toGatewayError, writeError } from './envelope.js';
+
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+export interface HandlerParts {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** The stages of the configuration in force (swapped on reload). */
+  stages(): ReadonlyArray<readonly [string, Stage]>;
+}
+
+/** The `request` listener of the API server. */
+export function createHandler(parts: HandlerParts): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const rawTarget = req.url ?? '';
+    const q = rawTarget.indexOf('?');
+    const ctx: RequestContext = {
+      req,
+      res,
+      id: randomUUID(),
+      startedAt: performance.now(),
+      rawTarget,
+      path: q === -1 ? rawTarget : rawTarget.slice(0, q),
+      log: {},
+    };
+    res.setHeader('RequestID', ctx.id);
+    res.once('close', () => finish(ctx, parts));
+    void run(ctx, parts.stages());
+  };
+}
+
+async function run(ctx: RequestContext, stages: ReadonlyArray<readonly [string, Stage]>): Promise<void> {
+  try {
+    for (const [, stage] of stages) {
+      ctx.deadline?.signal.throwIfAborted();
+      await stage(ctx);
+    }
+  } catch (err) {
+    const error = toGatewayError(err, ctx.deadline?.signal);
+    if (error.status >= 500 && error.status !== 504) ctx.log.err = err;
+    if (error.reason) ctx.log.reason = error.reason;
+    if (!ctx.res.destroyed) writeError(ctx.res, ctx.id, error);
+  }
+}
+
+function finish(ctx: RequestContext, parts: HandlerParts): void {
+  ctx.deadline?.dispose();
+  void ctx.body?.dispose();
+  const { req, res } = ctx;
+  const operation = ctx.route?.operation ?? 'unmatched';
+  const status = res.headersSent ? res.statusCode : 0;
+  const seconds = (performance.now() - ctx.startedAt) / 1000;
+  const method = METHODS.has(req.method ?? '') ? (req.method as string) : 'OTHER';
+  parts.metrics.requests.inc({
+    operation,
+    method,
+    status_class: status ? `${Math.floor(status / 100)}xx` : 'aborted',
+  });
+  parts.metrics.requestDuration.observe({ operation }, seconds);
+  if (status === 504) parts.metrics.deadlineExceeded.inc({ operation });
+  const traceparent = req.headers.traceparent;
+  parts.logger[status >= 500 ? 'error' : 'info'](
+    {
+      request_id: ctx.id,
+      operation,
+      method: req.method,
+      path: ctx.path,
+      status,
+      duration_ms: Math.round(seconds * 1e6) / 1000,
+      ...(typeof traceparent === 'string' ? { traceparent } : {}),
+      ...ctx.log,
+    },
+    'request',
+  );
+}

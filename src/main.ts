@@ -1,0 +1,51 @@
+/**
+ * The process edge: read the configuration, start the gateway, reload on SIGHUP, drain on SIGTERM and
+ * SIGINT. Nothing else happens here.
+ */
+import { createApp } from './app.js';
+import { ConfigError, loadConfigFile } from './config/load.js';
+
+/** Starts the gateway with the configuration file `file`; resolves with the exit code once stopped. */
+export async function runGateway(file: string): Promise<number> {
+  let app: Awaited<ReturnType<typeof createApp>>;
+  try {
+    app = await createApp(loadConfigFile(file));
+    await app.listen();
+  } catch (err) {
+    process.stderr.write(`gateway: ${err instanceof ConfigError ? err.message : (err as Error).message}\n`);
+    return 1;
+  }
+  const { logger } = app;
+  process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception'));
+  process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
+
+  let reloading = Promise.resolve();
+  process.on('SIGHUP', () => {
+    reloading = reloading.then(async () => {
+      try {
+        await app.reload(loadConfigFile(file));
+      } catch (err) {
+        const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
+        logger.error({ problems }, 'configuration reload failed; keeping the old configuration');
+      }
+    });
+  });
+
+  return new Promise((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'draining');
+      app.close().then(
+        () => resolve(0),
+        (err) => {
+          logger.error({ err }, 'shutdown failed');
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}

@@ -1,0 +1,59 @@
+/**
+ * The request pipeline, in the contract's order (GATEWAY.md §2). Reading this list is reading the
+ * architecture: each stage writes one field of the request context, and any stage that throws ends
+ * in the one error-envelope writer (`http/envelope.ts`), run by `http/handler.ts`.
+ */
+import { authorize } from './auth/authorize.js';
+import type { Config } from './config/schema.js';
+import type { RequestContext } from './http/context.js';
+import { startDeadline } from './http/deadline.js';
+import { rejectDuplicates, singleHeader } from './http/headers.js';
+import { checkTarget, type OperationId, route } from './http/router.js';
+import type { Operation } from './operations/operation.js';
+
+/** One step of the pipeline. */
+export type Stage = (ctx: RequestContext) => void | Promise<void>;
+
+export interface PipelineParts {
+  readonly prefer: Config['prefer'];
+  readonly authenticate: Stage;
+  readonly operations: Readonly<Record<OperationId, Operation>>;
+}
+
+/** The ordered stages for one configuration. */
+export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [name: string, stage: Stage]> {
+  const { prefer, authenticate, operations } = parts;
+  return [
+    // 400 for a target that could name another path, then 404 / 405.
+    [
+      'route',
+      (ctx) => {
+        ctx.route = route(ctx.req.method ?? '', checkTarget(ctx.rawTarget));
+      },
+    ],
+    // 400 for a malformed Prefer; the deadline (an AbortSignal) covers everything after this point.
+    [
+      'deadline',
+      (ctx) => {
+        ctx.deadline = startDeadline(singleHeader(ctx.req, 'Prefer'), prefer);
+        ctx.res.setHeader('Preference-Applied', ctx.deadline.applied);
+      },
+    ],
+    // 401 / 400, the body read under its limit (413) and verified; writes identity and body.
+    [
+      'authenticate',
+      (ctx) => {
+        rejectDuplicates(ctx.req, ['Authorization', 'RequestDate', 'Signature']);
+        return authenticate(ctx);
+      },
+    ],
+    // 403 without the operation's permission.
+    ['authorize', (ctx) => authorize(ctx, operationOf(ctx, operations).permission)],
+    // path parameters (400) → existence (404) → body validation (400/413) → the backend.
+    ['operation', (ctx) => operationOf(ctx, operations).handle(ctx)],
+  ];
+}
+
+function operationOf(ctx: RequestContext, operations: PipelineParts['operations']): Operation {
+  return operations[(ctx.route as NonNullable<RequestContext['route']>).operation];
+}

@@ -1,0 +1,289 @@
+import t from 'tap';
+import {
+  call,
+  errorOf,
+  nowDate,
+  rawRequest,
+  request,
+  signed,
+  startGateway,
+  TOKENS,
+} from '../helpers/gateway.js';
+
+const MEMBER = '/api/v2/asset-group-tags/1/members/101';
+const CHECKSUM = '/api/v2/collectors/sharphound/latest/checksum';
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+t.test('every request', async (t) => {
+  const gw = await startGateway({ prefer: { max_wait: 60 } });
+  t.teardown(() => gw.close());
+
+  t.test('a success carries a RequestID and the Prefer that applied', async (t) => {
+    const res = await call(gw, { method: 'GET', target: MEMBER });
+    t.equal(res.status, 200);
+    t.match(res.headers.requestid, UUID_V4);
+    t.equal(res.headers['preference-applied'], 'wait=30');
+  });
+
+  t.test('an error is the envelope with the same request id as the header', async (t) => {
+    const res = await request(gw, { method: 'GET', target: '/api/v2/nope' });
+    t.equal(res.status, 404);
+    t.match(res.headers['content-type'], /^application\/json/);
+    const body = res.json();
+    t.same(Object.keys(body).sort(), ['errors', 'http_status', 'request_id', 'timestamp']);
+    t.equal(body.http_status, 404);
+    t.equal(body.request_id, res.headers.requestid);
+    t.match(body.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z$/);
+    t.same(body.errors, [{ context: 'path', message: 'resource not found' }]);
+  });
+
+  t.test('every request id is new', async (t) => {
+    const a = await request(gw, { method: 'GET', target: '/x' });
+    const b = await request(gw, { method: 'GET', target: '/x' });
+    t.not(a.headers.requestid, b.headers.requestid);
+  });
+
+  t.test('a known path with another method is 405 with Allow', async (t) => {
+    for (const [method, target, allow] of [
+      ['POST', MEMBER, 'GET, HEAD'],
+      ['DELETE', CHECKSUM, 'GET, HEAD'],
+      ['GET', '/api/v2/sso-providers/1', 'PATCH'],
+    ] as const) {
+      const res = await request(gw, { method, target });
+      t.equal(res.status, 405, `${method} ${target}`);
+      t.equal(res.headers.allow, allow);
+      t.equal(errorOf(res).status, 405);
+    }
+  });
+
+  t.test('routing is exact: a trailing slash or another case is unknown', async (t) => {
+    for (const target of [
+      `${MEMBER}/`,
+      '/api/v2/Asset-Group-Tags/1/members/101',
+      '/api/v3/collectors/x/y/checksum',
+      '/',
+    ]) {
+      const res = await request(gw, { method: 'GET', target });
+      t.equal(res.status, 404, target);
+    }
+  });
+
+  t.test('a target that could name another path is refused before routing', async (t) => {
+    for (const target of [
+      '/api/v2/asset-group-tags/1/members/../members/101',
+      '/api/v2/asset-group-tags/1/./members/101',
+      '/api/v2/asset-group-tags/1/members/%2e%2E/101',
+      '/api/v2/asset-group-tags/1/members/%2E/101',
+      '/api/v2//asset-group-tags/1/members/101',
+      '/api/v2/asset-group-tags/1%2Fmembers/101',
+      '/api/v2/asset-group-tags/1%5cmembers/101',
+      '/api/v2/asset-group-tags\\1/members/101',
+    ]) {
+      const res = await call(gw, { method: 'GET', target });
+      t.equal(res.status, 400, target);
+      t.equal(errorOf(res).context, 'path');
+    }
+    const abs = await rawRequest(gw, `GET http://127.0.0.1:${gw.port}${MEMBER} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    t.match(abs, /^HTTP\/1\.1 400 /);
+    t.match(abs, /"http_status":400/);
+  });
+
+  t.test('a query string does not change the route', async (t) => {
+    const res = await call(gw, { method: 'GET', target: `${MEMBER}?a=1&b=%2F` });
+    t.equal(res.status, 200);
+  });
+
+  t.test('HEAD gets the headers and no body', async (t) => {
+    const res = await call(gw, { method: 'HEAD', target: MEMBER });
+    t.equal(res.status, 200);
+    t.equal(res.body.length, 0);
+    t.ok(Number(res.headers['content-length']) > 0);
+    const missing = await request(gw, { method: 'HEAD', target: '/api/v2/none' });
+    t.equal(missing.status, 404);
+    t.equal(missing.body.length, 0);
+  });
+});
+
+t.test('Prefer', async (t) => {
+  const gw = await startGateway({ prefer: { default_wait: 20, max_wait: 60 } });
+  t.teardown(() => gw.close());
+  const withPrefer = (prefer: string | string[]) =>
+    call(gw, { method: 'GET', target: MEMBER, headers: { Prefer: prefer } });
+
+  t.test('wait=N applies min(N, max_wait)', async (t) => {
+    t.equal((await withPrefer('wait=10')).headers['preference-applied'], 'wait=10');
+    t.equal((await withPrefer('wait=60')).headers['preference-applied'], 'wait=60');
+    t.equal((await withPrefer('wait=61')).headers['preference-applied'], 'wait=60');
+    t.equal((await withPrefer('wait=99999999999999999999999')).headers['preference-applied'], 'wait=60');
+  });
+
+  t.test('absent and wait=0 mean the default', async (t) => {
+    t.equal((await call(gw, { method: 'GET', target: MEMBER })).headers['preference-applied'], 'wait=20');
+    t.equal((await withPrefer('wait=0')).headers['preference-applied'], 'wait=20');
+    t.equal((await withPrefer('wait=000')).headers['preference-applied'], 'wait=20');
+  });
+
+  t.test('a value outside the pattern is 400 with the value in the message', async (t) => {
+    for (const value of [
+      'wait=abc',
+      'respond-async, wait=10',
+      'wait=-2',
+      'wait= 5',
+      'Wait=5',
+      'wait=1.5',
+      '',
+    ]) {
+      const res = await withPrefer(value);
+      t.equal(res.status, 400, JSON.stringify(value));
+      t.same(errorOf(res), {
+        status: 400,
+        context: 'header:Prefer',
+        message: `Prefer header has an invalid value: ${value}`,
+      });
+      t.notOk(res.headers['preference-applied']);
+    }
+  });
+
+  t.test('wait=-1 is refused while bypass is disabled', async (t) => {
+    const res = await withPrefer('wait=-1');
+    t.equal(res.status, 400);
+    t.equal(
+      errorOf(res).message,
+      'Prefer header has an invalid value: failed to bypass limits: feature disabled',
+    );
+  });
+
+  t.test('two Prefer headers are 400', async (t) => {
+    const res = await withPrefer(['wait=1', 'wait=2']);
+    t.equal(res.status, 400);
+    t.equal(errorOf(res).context, 'header:Prefer');
+  });
+
+  t.test('Prefer is checked before authentication', async (t) => {
+    const res = await request(gw, { method: 'GET', target: MEMBER, headers: { Prefer: 'nope' } });
+    t.equal(res.status, 400);
+    t.equal(errorOf(res).context, 'header:Prefer');
+  });
+});
+
+t.test('wait=-1 with bypass allowed removes the deadline', async (t) => {
+  const gw = await startGateway({ prefer: { allow_bypass: true } });
+  t.teardown(() => gw.close());
+  const res = await call(gw, { method: 'GET', target: MEMBER, headers: { Prefer: 'wait=-1' } });
+  t.equal(res.status, 200);
+  t.equal(res.headers['preference-applied'], 'wait=-1');
+});
+
+t.test('the deadline covers reading the body: a slow upload gets 504', async (t) => {
+  const gw = await startGateway({
+    prefer: { default_wait: 1, max_wait: 1 },
+    server: { body_idle_timeout: '10s' },
+  });
+  t.teardown(() => gw.close());
+  const target = '/api/v2/sso-providers/1';
+  const auth = signed({ method: 'PATCH', target, body: 'x'.repeat(10) });
+  const head =
+    `PATCH ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth.Authorization}\r\nRequestDate: ${auth.RequestDate}\r\n` +
+    `Signature: ${auth.Signature}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 10\r\n\r\nxxx`;
+  const started = Date.now();
+  const answer = await rawRequest(gw, head, 5000);
+  t.match(answer, /^HTTP\/1\.1 504 /);
+  t.match(answer, /"message":"request timed out"/);
+  t.ok(Date.now() - started < 4000, 'answered when the deadline fired');
+  const line = gw.logs.find((l) => l.msg === 'request' && l.status === 504);
+  t.equal(line?.operation, 'UpdateSSOProvider');
+  const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+  t.match(metrics, /gateway_deadline_exceeded_total\{operation="UpdateSSOProvider"\} 1/);
+});
+
+t.test('limits and parser errors get the envelope', async (t) => {
+  const gw = await startGateway({
+    server: { max_header_size: 2048, headers_timeout: '300ms', body_idle_timeout: '300ms' },
+  });
+  t.teardown(() => gw.close());
+
+  t.test('headers over the limit: 431', async (t) => {
+    const answer = await rawRequest(
+      gw,
+      `GET ${MEMBER} HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(4096)}\r\n\r\n`,
+    );
+    t.match(answer, /^HTTP\/1\.1 431 /);
+    t.match(answer, /RequestID: [0-9a-f-]{36}/);
+    t.match(answer, /"http_status":431/);
+  });
+
+  t.test('a malformed request line: 400 envelope', async (t) => {
+    const answer = await rawRequest(gw, 'GARBAGE\r\n\r\n');
+    t.match(answer, /^HTTP\/1\.1 400 /);
+    t.match(answer, /"http_status":400/);
+  });
+
+  t.test('headers that never finish: 408', async (t) => {
+    const answer = await rawRequest(gw, `GET ${MEMBER} HTTP/1.1\r\nHost: x\r\n`, 3000);
+    t.match(answer, /^HTTP\/1\.1 408 /);
+    t.match(answer, /"http_status":408/);
+  });
+
+  t.test('a stalled upload: 408', async (t) => {
+    const target = '/api/v2/sso-providers/1';
+    const auth = signed({ method: 'PATCH', target, body: 'x'.repeat(100) });
+    const answer = await rawRequest(
+      gw,
+      `PATCH ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth.Authorization}\r\nRequestDate: ${auth.RequestDate}\r\n` +
+        `Signature: ${auth.Signature}\r\nContent-Length: 100\r\n\r\nxxxx`,
+      3000,
+    );
+    t.match(answer, /^HTTP\/1\.1 408 /);
+    t.match(answer, /Connection: close/i);
+  });
+
+  t.test('the process is still serving after all of that', async (t) => {
+    t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 200);
+  });
+});
+
+t.test('duplicated authentication headers are 400', async (t) => {
+  const gw = await startGateway();
+  t.teardown(() => gw.close());
+  const auth = signed({ method: 'GET', target: MEMBER });
+  for (const name of ['Authorization', 'RequestDate', 'Signature'] as const) {
+    const headers: Record<string, string | string[]> = {
+      ...auth,
+      [name]: [auth[name] as string, auth[name] as string],
+    };
+    const res = await request(gw, { method: 'GET', target: MEMBER, headers });
+    t.equal(res.status, 400, name);
+    t.equal(errorOf(res).context, `header:${name}`);
+  }
+});
+
+t.test('request log lines', async (t) => {
+  const gw = await startGateway();
+  t.teardown(() => gw.close());
+  const target = `${MEMBER}?secret-query=1`;
+  const res = await call(gw, {
+    method: 'GET',
+    target,
+    token: TOKENS.reader,
+    headers: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
+  });
+  t.equal(res.status, 200);
+  const line = gw.logs.find((l) => l.msg === 'request' && l.request_id === res.headers.requestid);
+  t.ok(line, 'one line for the request');
+  t.match(line, {
+    operation: 'GetAssetGroupTagMember',
+    method: 'GET',
+    path: MEMBER,
+    status: 200,
+    auth_scheme: 'signature',
+    subject: 'reader',
+    token_id: TOKENS.reader.id,
+    traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+  });
+  t.type(line?.duration_ms, 'number');
+  const all = JSON.stringify(gw.logs);
+  t.notMatch(all, 'secret-query', 'no query string in logs');
+  t.notMatch(all, TOKENS.reader.key, 'no token key in logs');
+  t.equal(gw.logs.filter((l) => l.request_id === res.headers.requestid).length, 1);
+  t.ok(nowDate());
+});

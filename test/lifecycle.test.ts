@@ -1,0 +1,140 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import t from 'tap';
+import { stringify } from 'yaml';
+import { baseConfig, call, copySampleData, merge, ROOT, request, signed } from './helpers/gateway.js';
+
+interface Proc {
+  child: ChildProcess;
+  lines: Array<Record<string, unknown>>;
+  port: number;
+  adminPort: number;
+  exited: Promise<number | null>;
+  waitFor(pred: (l: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
+}
+
+async function startProcess(configFile: string): Promise<Proc> {
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), '--config', configFile], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  const waiters: Array<() => void> = [];
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
+    lines.push(JSON.parse(l));
+    for (const w of waiters.splice(0)) w();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const waitFor = async (pred: (l: Record<string, unknown>) => boolean) => {
+    for (;;) {
+      const found = lines.find(pred);
+      if (found) return found;
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
+  };
+  const listening = await waitFor((l) => l.msg === 'listening');
+  return {
+    child,
+    lines,
+    exited,
+    waitFor,
+    port: listening.port as number,
+    adminPort: listening.admin_port as number,
+  };
+}
+
+function writeConfig(dir: string, over: Record<string, unknown> = {}): string {
+  const file = path.join(dir, 'gateway.yaml');
+  writeFileSync(file, stringify(merge(baseConfig(), over)));
+  return file;
+}
+
+const MEMBER = '/api/v2/asset-group-tags/1/members/101';
+
+t.test('the process logs listening with both ports and serves', async (t) => {
+  const proc = await startProcess(writeConfig(copySampleData()));
+  t.teardown(() => proc.child.kill('SIGKILL'));
+  t.ok(proc.port > 0 && proc.adminPort > 0);
+  t.equal((await call(proc, { method: 'GET', target: MEMBER })).status, 200);
+  const live = await fetch(`http://127.0.0.1:${proc.adminPort}/livez`);
+  t.equal(live.status, 200);
+  proc.child.kill('SIGINT');
+  t.equal(await proc.exited, 0, 'SIGINT exits 0');
+});
+
+t.test('SIGTERM drains: readiness goes false, the in-flight request finishes, exit 0', async (t) => {
+  const proc = await startProcess(writeConfig(copySampleData(), { server: { shutdown_grace: '10s' } }));
+  t.teardown(() => proc.child.kill('SIGKILL'));
+  t.equal((await fetch(`http://127.0.0.1:${proc.adminPort}/readyz`)).status, 200);
+
+  // A request whose body is still arriving when SIGTERM comes.
+  const target = '/api/v2/sso-providers/1';
+  const form = '--b\r\nContent-Disposition: form-data; name="name"\r\n\r\nDrained Name\r\n--b--\r\n';
+  const { request: httpRequest } = await import('node:http');
+  const inFlight = new Promise<number>((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port: proc.port,
+        method: 'PATCH',
+        path: target,
+        headers: {
+          ...signed({ method: 'PATCH', target, body: form }),
+          'Content-Type': 'multipart/form-data; boundary=b',
+          'Content-Length': Buffer.byteLength(form),
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', reject);
+    req.write(form.slice(0, 10));
+    setTimeout(() => {
+      proc.child.kill('SIGTERM');
+      setTimeout(async () => {
+        try {
+          t.equal(
+            (await fetch(`http://127.0.0.1:${proc.adminPort}/readyz`)).status,
+            503,
+            'not ready while draining',
+          );
+        } catch (err) {
+          reject(err);
+        }
+        req.end(form.slice(10));
+      }, 300);
+    }, 200);
+  });
+  t.equal(await inFlight, 200, 'the in-flight request completed');
+  t.equal(await proc.exited, 0);
+  t.ok(proc.lines.some((l) => l.msg === 'draining'));
+});
+
+t.test('SIGHUP reloads; an invalid new configuration keeps the old one', async (t) => {
+  const dir = copySampleData();
+  const file = writeConfig(dir, { prefer: { default_wait: 30 } });
+  const proc = await startProcess(file);
+  t.teardown(() => proc.child.kill('SIGKILL'));
+  const applied = async () =>
+    (await call(proc, { method: 'GET', target: MEMBER })).headers['preference-applied'];
+  t.equal(await applied(), 'wait=30');
+
+  writeConfig(dir, { prefer: { default_wait: 7 } });
+  proc.child.kill('SIGHUP');
+  await proc.waitFor((l) => l.msg === 'configuration reloaded');
+  t.equal(await applied(), 'wait=7');
+
+  writeFileSync(file, readFileSync(file, 'utf8').replace('default_wait: 7', 'default_wait: seven'));
+  proc.child.kill('SIGHUP');
+  const failed = await proc.waitFor(
+    (l) => typeof l.msg === 'string' && l.msg.startsWith('configuration reload failed'),
+  );
+  t.match(JSON.stringify(failed.problems), /prefer\.default_wait/);
+  t.equal(await applied(), 'wait=7', 'old configuration still in force');
+  t.equal((await request(proc, { method: 'GET', target: '/nope' })).status, 404);
+  proc.child.kill('SIGTERM');
+  t.equal(await proc.exited, 0);
+});

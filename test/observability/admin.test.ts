@@ -1,0 +1,61 @@
+import t from 'tap';
+import { call, request, startGateway } from '../helpers/gateway.js';
+
+t.test('admin listener', async (t) => {
+  const gw = await startGateway();
+  t.teardown(() => gw.close());
+
+  t.test('livez and readyz', async (t) => {
+    const live = await fetch(`${gw.adminUrl}/livez`);
+    t.equal(live.status, 200);
+    const ready = await fetch(`${gw.adminUrl}/readyz`);
+    t.equal(ready.status, 200);
+    t.same(await ready.json(), { status: 'ready' });
+    t.equal((await fetch(`${gw.adminUrl}/nope`)).status, 404);
+    t.equal((await fetch(`${gw.adminUrl}/metrics`, { method: 'POST' })).status, 405);
+  });
+
+  t.test('the API port does not serve admin paths', async (t) => {
+    t.equal((await request(gw, { method: 'GET', target: '/metrics' })).status, 404);
+  });
+
+  t.test('metrics: contract names, labels by operation, never raw paths or ids', async (t) => {
+    await call(gw, { method: 'GET', target: '/api/v2/asset-group-tags/1/members/101' });
+    await call(gw, { method: 'GET', target: '/api/v2/asset-group-tags/1/members/999999' });
+    await request(gw, { method: 'GET', target: '/api/v2/secret-path-123' });
+    await request(gw, { method: 'GET', target: '/api/v2/asset-group-tags/1/members/101' });
+    const res = await fetch(`${gw.adminUrl}/metrics`);
+    t.equal(res.status, 200);
+    t.match(res.headers.get('content-type'), /^text\/plain/);
+    const text = await res.text();
+    for (const name of [
+      'gateway_requests_total',
+      'gateway_request_duration_seconds',
+      'gateway_auth_failures_total',
+      'gateway_deadline_exceeded_total',
+      'gateway_checksum_cache_requests_total',
+      'gateway_checksum_cache_bytes',
+      'gateway_checksum_cache_evictions_total',
+      'gateway_upstream_request_duration_seconds',
+      'gateway_upstream_errors_total',
+      'gateway_jwks_fetches_total',
+      'gateway_jwks_keys',
+      'gateway_store_operation_duration_seconds',
+      'process_cpu_seconds_total',
+      'nodejs_eventloop_lag_seconds',
+    ]) {
+      t.match(text, new RegExp(`^# TYPE ${name} `, 'm'), name);
+    }
+    t.match(
+      text,
+      /gateway_requests_total\{operation="GetAssetGroupTagMember",method="GET",status_class="2xx"\} 1/,
+    );
+    t.match(
+      text,
+      /gateway_requests_total\{operation="GetAssetGroupTagMember",method="GET",status_class="4xx"\} 2/,
+    );
+    t.match(text, /gateway_requests_total\{operation="unmatched",method="GET",status_class="4xx"\} 2/);
+    t.match(text, /gateway_auth_failures_total\{scheme="none",reason="[a-z_]+"\} 1/);
+    t.notMatch(text, /secret-path|999999|members\/101/);
+  });
+});
