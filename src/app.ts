@@ -2,16 +2,14 @@
  * createApp(config): wires the logger, metrics, backends and pipeline into an API server and an admin
  * server. No `listen()` happens here until asked, so tests run the real app in process on port 0.
  */
-import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import type { DestinationStream } from 'pino';
 import { createAuthenticate } from './auth/authenticate.js';
 import { type Backends, createBackends } from './backends/index.js';
 import type { Config } from './config/schema.js';
-import { errors, type GatewayError } from './errors.js';
-import { writeSocketError } from './http/envelope.js';
+import { answerFramingErrors } from './http/framing.js';
 import { createHandler } from './http/handler.js';
 import { createAdminHandler } from './observability/admin.js';
 import { createLogger, type Logger } from './observability/logger.js';
@@ -45,6 +43,7 @@ interface Runtime {
   readonly config: Config;
   readonly backends: Backends;
   readonly stages: ReadonlyArray<readonly [string, Stage]>;
+  readonly trustProxy: boolean;
 }
 
 async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): Promise<Runtime> {
@@ -68,7 +67,7 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
       GetAssetGroupTagMember: createAssetGroupTagMember({ backend: backends.assetGroupTags }),
     },
   });
-  return { config, backends, stages };
+  return { config, backends, stages, trustProxy: config.server.trust_proxy };
 }
 
 /** Builds the gateway for `config`. Throws when a backend cannot start (e.g. a malformed data file). */
@@ -87,12 +86,12 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       // Node checks headersTimeout every 30 s by default, far coarser than the timeout itself.
       connectionsCheckingInterval: Math.max(50, Math.min(1000, config.server.headers_timeout / 4)),
       keepAliveTimeout: config.server.keep_alive_timeout,
+      // A missing Host is answered in the envelope by the route stage, not by Node's bare 400.
+      requireHostHeader: false,
     },
-    createHandler({ logger, metrics, stages: () => runtime.stages }),
+    createHandler({ logger, metrics, current: () => runtime }),
   );
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    onClientError(err, socket, logger, metrics);
-  });
+  answerFramingErrors(server, { logger, metrics });
   const admin = createServer(createAdminHandler(metrics, () => !draining));
 
   return {
@@ -142,30 +141,4 @@ function listenOn(server: Server, host: string, port: number): Promise<void> {
       resolve();
     });
   });
-}
-
-/** Node's HTTP parser refused a request: answer in the envelope (431, 408, 400) and close. */
-function onClientError(err: NodeJS.ErrnoException, socket: Socket, logger: Logger, metrics: Metrics): void {
-  const inResponse = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || !socket.writable || inResponse?.headersSent) {
-    socket.destroy();
-    return;
-  }
-  const error: GatewayError =
-    err.code === 'HPE_HEADER_OVERFLOW'
-      ? errors.headersTooLarge()
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? errors.requestTimeout()
-        : errors.malformedRequest();
-  const requestId = randomUUID();
-  writeSocketError(socket, requestId, error);
-  metrics.requests.inc({
-    operation: 'unmatched',
-    method: 'OTHER',
-    status_class: `${Math.floor(error.status / 100)}xx`,
-  });
-  logger.info(
-    { request_id: requestId, operation: 'unmatched', status: error.status, reason: err.code },
-    'request',
-  );
 }

@@ -39,6 +39,7 @@ export const errors = {
   notFound: (context = 'path') => new GatewayError(404, context, 'resource not found'),
   methodNotAllowed: (allow: string) =>
     new GatewayError(405, 'method', 'method not allowed', { headers: { Allow: allow } }),
+  missingHost: () => new GatewayError(400, 'header:Host', 'an HTTP/1.1 request needs a Host header'),
   duplicateHeader: (name: string) =>
     new GatewayError(400, `header:${name}`, `only one ${name} header is allowed`),
   requestTimeout: () => new GatewayError(408, 'request', 'request body was not received in time'),
@@ -156,7 +157,6 @@ export const errors = {
       'form:metadata',
       'metadata is not a SAML 2.0 EntityDescriptor or EntitiesDescriptor',
     ),
-  metadataNoIdp: () => new GatewayError(400, 'form:metadata', 'metadata does not have an IDPSSODescriptor'),
   metadataNoPostBinding: () =>
     new GatewayError(
       400,

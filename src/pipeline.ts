@@ -5,6 +5,7 @@
  */
 import { authorize } from './auth/authorize.js';
 import type { Config } from './config/schema.js';
+import { errors } from './errors.js';
 import type { RequestContext } from './http/context.js';
 import { startDeadline } from './http/deadline.js';
 import { rejectDuplicates, singleHeader } from './http/headers.js';
@@ -28,6 +29,7 @@ export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [na
     [
       'route',
       (ctx) => {
+        if (ctx.req.headers.host === undefined && ctx.req.httpVersion === '1.1') throw errors.missingHost();
         ctx.route = route(ctx.req.method ?? '', checkTarget(ctx.rawTarget));
       },
     ],

@@ -193,6 +193,13 @@ const schema = z
     }),
   })
   .superRefine((c, ctx) => {
+    if (c.auth.jwt.jwks_url !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['auth', 'jwt', 'jwks_url'],
+        message: 'is not supported by this version yet (use hs256_secret)',
+      });
+    }
     if (c.server.workers !== 1 && c.backends.sso_providers.type === 'local') {
       ctx.addIssue({
         code: 'custom',

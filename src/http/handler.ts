@@ -16,8 +16,8 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
 export interface HandlerParts {
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** The stages of the configuration in force (swapped on reload). */
-  stages(): ReadonlyArray<readonly [string, Stage]>;
+  /** The configuration in force (swapped on reload): its stages and whether to trust `X-Forwarded-For`. */
+  current(): { readonly stages: ReadonlyArray<readonly [string, Stage]>; readonly trustProxy: boolean };
 }
 
 /** The `request` listener of the API server. */
@@ -35,8 +35,9 @@ export function createHandler(parts: HandlerParts): (req: IncomingMessage, res: 
       log: {},
     };
     res.setHeader('RequestID', ctx.id);
-    res.once('close', () => finish(ctx, parts));
-    void run(ctx, parts.stages());
+    const { stages, trustProxy } = parts.current();
+    res.once('close', () => finish(ctx, parts, trustProxy));
+    void run(ctx, stages);
   };
 }
 
@@ -54,7 +55,7 @@ async function run(ctx: RequestContext, stages: ReadonlyArray<readonly [string, 
   }
 }
 
-function finish(ctx: RequestContext, parts: HandlerParts): void {
+function finish(ctx: RequestContext, parts: HandlerParts, trustProxy: boolean): void {
   ctx.deadline?.dispose();
   void ctx.body?.dispose();
   const { req, res } = ctx;
@@ -78,9 +79,20 @@ function finish(ctx: RequestContext, parts: HandlerParts): void {
       path: ctx.path,
       status,
       duration_ms: Math.round(seconds * 1e6) / 1000,
+      client: clientAddress(req, trustProxy),
       ...(typeof traceparent === 'string' ? { traceparent } : {}),
       ...ctx.log,
     },
     'request',
   );
+}
+
+/** The client's address: the first `X-Forwarded-For` hop when a trusted proxy sets it, else the peer. */
+function clientAddress(req: IncomingMessage, trustProxy: boolean): string | undefined {
+  const forwarded = req.headers['x-forwarded-for'];
+  if (trustProxy && typeof forwarded === 'string') {
+    const first = forwarded.split(',')[0]?.trim();
+    if (first) return first;
+  }
+  return req.socket.remoteAddress;
 }

@@ -95,8 +95,8 @@ export function parseSamlMetadata(xml: Buffer): SamlMetadata {
     throw errors.metadataNotSaml();
   }
   const entity = entities.find((e) => e.hasIdp);
-  if (entity === undefined) throw errors.metadataNoIdp();
-  if (entity.postLocation === undefined) throw errors.metadataNoPostBinding();
+  // No identity provider at all is reported as the reference does: no SSO service with POST binding.
+  if (entity === undefined || entity.postLocation === undefined) throw errors.metadataNoPostBinding();
   if (entity.entityId === '') throw errors.metadataMissingAttribute('entityID');
   if (entity.postLocation === '') throw errors.metadataMissingAttribute('Location');
   return { idpIssuerUri: entity.entityId, idpSsoUri: entity.postLocation };

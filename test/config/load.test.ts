@@ -155,3 +155,10 @@ t.test('the embedded default configuration is valid', async (t) => {
   t.equal(c.server.port, 8080);
   t.ok(c.auth.signature.tokens.length > 0);
 });
+
+t.test('jwks_url is refused until it is supported, rather than silently ignored', async (t) => {
+  t.match(
+    problems(`auth: { jwt: { jwks_url: "https://idp.example.com/jwks" } }\n${BACKENDS}`).join(),
+    /auth\.jwt\.jwks_url: is not supported/,
+  );
+});

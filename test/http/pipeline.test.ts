@@ -237,6 +237,20 @@ t.test('limits and parser errors get the envelope', async (t) => {
     t.match(answer, /Connection: close/i);
   });
 
+  t.test('CONNECT gets a 400 envelope, not a silent close', async (t) => {
+    const answer = await rawRequest(gw, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    t.match(answer, /^HTTP\/1\.1 400 /);
+    t.match(answer, /"context":"path"/);
+  });
+
+  t.test('an HTTP/1.1 request without Host: 400 envelope; HTTP/1.0 needs none', async (t) => {
+    const answer = await rawRequest(gw, `GET ${MEMBER} HTTP/1.1\r\n\r\n`);
+    t.match(answer, /^HTTP\/1\.1 400 /);
+    t.match(answer, /"context":"header:Host"/);
+    const old = await rawRequest(gw, `GET ${MEMBER} HTTP/1.0\r\n\r\n`);
+    t.match(old, /^HTTP\/1\.1 401 /);
+  });
+
   t.test('the process is still serving after all of that', async (t) => {
     t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 200);
   });
@@ -286,4 +300,18 @@ t.test('request log lines', async (t) => {
   t.notMatch(all, TOKENS.reader.key, 'no token key in logs');
   t.equal(gw.logs.filter((l) => l.request_id === res.headers.requestid).length, 1);
   t.ok(nowDate());
+});
+
+t.test('X-Forwarded-For is trusted only when server.trust_proxy says so', async (t) => {
+  for (const trust of [false, true]) {
+    const gw = await startGateway({ server: { trust_proxy: trust } });
+    const res = await call(gw, {
+      method: 'GET',
+      target: MEMBER,
+      headers: { 'X-Forwarded-For': '203.0.113.9, 10.0.0.1' },
+    });
+    const line = gw.logs.find((l) => l.request_id === res.headers.requestid);
+    t.equal(line?.client, trust ? '203.0.113.9' : '127.0.0.1', `trust_proxy: ${trust}`);
+    await gw.close();
+  }
 });

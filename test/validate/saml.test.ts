@@ -90,13 +90,13 @@ refused(
 refused(
   t,
   entity('<md:SPSSODescriptor protocolSupportEnumeration="x"/>'),
-  'metadata does not have an IDPSSODescriptor',
+  'metadata does not have a SSO service that supports HTTP POST binding',
   'an entity without an IDPSSODescriptor is refused',
 );
 refused(
   t,
   `<md:EntitiesDescriptor xmlns:md="${MD}"><md:EntityDescriptor entityID="urn:sp"/></md:EntitiesDescriptor>`,
-  'metadata does not have an IDPSSODescriptor',
+  'metadata does not have a SSO service that supports HTTP POST binding',
   'an EntitiesDescriptor without an identity provider is refused',
 );
 refused(
