@@ -175,6 +175,5 @@ function split(arg: string, flag: string, form: string): [string, string] {
 
 /** A name that can be written inside a quoted Content-Disposition parameter as it is. */
 function safe(name: string): boolean {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
   return !/["\\\u0000-\u001f\u007f]/.test(name);
 }

@@ -58,7 +58,6 @@ export function startDeadline(header: string | undefined, policy: PreferPolicy):
 
 /** The header value as it may appear in a message: bounded, control characters replaced. */
 function printable(value: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing them is the point
   const clean = value.replace(/[\u0000-\u001f\u007f]/g, '?');
   return clean.length > 64 ? `${clean.slice(0, 64)}…` : clean;
 }

@@ -86,7 +86,6 @@ function matches(header: string | undefined, tag: string): boolean {
 
 /** The value as it may appear in a message: bounded, control characters replaced. */
 function printable(value: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing them is the point
   const clean = value.replace(/[\u0000-\u001f\u007f]/g, '?');
   return clean.length > 64 ? `${clean.slice(0, 64)}…` : clean;
 }

@@ -139,7 +139,6 @@ function parse(parser: busboy.Busboy, source: Readable, req: FormRequest): Promi
   });
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what is refused
 const REFUSED = /[\u0000\uFFFD]|\p{Cs}/u;
 
 /**
@@ -161,7 +160,6 @@ function reasonOf(err: unknown): string {
 
 /** A client-chosen part name as it may appear in a message: bounded, control characters replaced. */
 function printable(name: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing them is the point
   const clean = name.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
   return clean.length > 64 ? `${clean.slice(0, 64)}…` : clean;
 }

@@ -157,7 +157,6 @@ export interface TestResponse {
   status: number;
   headers: IncomingHttpHeaders;
   body: Buffer;
-  // biome-ignore lint/suspicious/noExplicitAny: tests read whatever JSON came back
   json(): any;
 }
 
