@@ -15,6 +15,7 @@ import {
   checkClockSkew,
   parseRequestDate,
   parseSignature,
+  requestDateOffset,
   SignatureDigest,
   signaturesEqual,
 } from './signature.js';
@@ -85,7 +86,7 @@ export function createAuthenticate(deps: AuthenticateDeps): (ctx: RequestContext
     const given = check(ctx, 'malformed_signature', () => parseSignature(header));
     const token = tokens.get(tokenId.toLowerCase());
     if (token === undefined) return refuse(ctx, 'signature', 'unknown_token', errors.unknownToken());
-    check(ctx, 'clock_skew', () => checkClockSkew(clientTime, now(), maxSkew));
+    check(ctx, 'clock_skew', () => checkClockSkew(clientTime, now(), maxSkew, requestDateOffset(date)));
 
     const digest = new SignatureDigest(token.key, ctx.req.method ?? '', ctx.rawTarget, date);
     const body = await readBody(

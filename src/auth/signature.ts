@@ -121,20 +121,39 @@ export function parseSignature(value: string): Buffer {
   return bytes;
 }
 
+/** The zone offset, in minutes east of UTC, of a `RequestDate` that `parseRequestDate` accepted. */
+export function requestDateOffset(value: string): number {
+  const m = /([+-])(\d{2}):(\d{2})$/.exec(value);
+  return m ? (m[1] === '-' ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3])) : 0;
+}
+
 /**
  * Throws the catalogue's 401 when `client` (ms) is more than `maxSkew` (ms) away from `now` (ms), in
- * either direction; the message says by how many minutes beyond the allowed skew.
+ * either direction; the message says by how many minutes beyond the allowed skew. As the reference
+ * does, both times are written in the client's zone (`offset`, minutes east of UTC).
  */
-export function checkClockSkew(client: number, now: number, maxSkew: number): void {
+export function checkClockSkew(client: number, now: number, maxSkew: number, offset = 0): void {
   const drift = client - now;
   if (Math.abs(drift) <= maxSkew) return;
   const beyond = ((Math.abs(drift) - maxSkew) / 60_000).toFixed(2);
-  throw errors.clockSkew(drift < 0 ? 'behind' : 'ahead', beyond, rfc3339(now), rfc3339(client));
+  throw errors.clockSkew(
+    drift < 0 ? 'behind' : 'ahead',
+    beyond,
+    rfc3339(now, offset),
+    rfc3339(client, offset),
+  );
 }
 
-/** An instant as RFC 3339 in UTC with second precision: `2024-01-01T10:15:00Z`. */
-export function rfc3339(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+/**
+ * An instant as RFC 3339 with second precision (truncated), in the zone `offset` minutes east of UTC:
+ * `2024-01-01T10:15:00Z`, `2024-01-01T12:15:00+02:00`.
+ */
+export function rfc3339(ms: number, offset = 0): string {
+  const local = new Date(Math.floor(ms / 1000) * 1000 + offset * 60_000).toISOString().slice(0, 19);
+  if (offset === 0) return `${local}Z`;
+  const abs = Math.abs(offset);
+  const zone = `${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+  return `${local}${offset < 0 ? '-' : '+'}${zone}`;
 }
 
 /** Constant-time comparison of two signatures (unequal lengths are unequal, never a throw). */

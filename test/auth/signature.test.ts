@@ -3,6 +3,7 @@ import {
   checkClockSkew,
   computeSignature,
   parseRequestDate,
+  requestDateOffset,
   parseSignature,
   rfc3339,
   SignatureDigest,
@@ -160,6 +161,18 @@ t.test('a client ahead of the skew window is told by how much', async (t) => {
 
 t.test('rfc3339 writes UTC at second precision', async (t) => {
   t.equal(rfc3339(Date.UTC(2024, 0, 1, 10, 15, 0, 999)), '2024-01-01T10:15:00Z');
+});
+
+t.test('the skew message writes both times in the client zone, as the reference does', async (t) => {
+  const now = Date.UTC(2024, 0, 1, 10, 15, 0);
+  const date = '2024-01-01T14:30:00+02:00';
+  t.equal(requestDateOffset(date), 120);
+  t.equal(requestDateOffset('2024-01-01T08:30:00-05:30'), -330);
+  t.equal(requestDateOffset('2024-01-01T08:30:00Z'), 0);
+  t.throws(() => checkClockSkew(parseRequestDate(date), now, 3_600_000, requestDateOffset(date)), {
+    message: `${PREFIX}signature too far ahead by 75.00 minutes. Server time is 2024-01-01T12:15:00+02:00. Client time is 2024-01-01T14:30:00+02:00`,
+  });
+  t.equal(rfc3339(Date.UTC(2024, 0, 1, 0, 0, 0), -330), '2023-12-31T18:30:00-05:30');
 });
 
 t.test('signatures compare by content and length, never throwing', async (t) => {
