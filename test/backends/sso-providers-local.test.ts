@@ -241,7 +241,7 @@ t.test('a failed write keeps the old file and the old state', async (t) => {
   const err = await backend.update(1, { name: 'x' }, never()).catch((e) => e);
   t.type(err, Error);
   t.notOk(isGatewayError(err), 'a plain error: the pipeline answers 500');
-  t.match(err.message, /writing the SSO providers file .* failed/);
+  t.match(err.message, /(reading|writing) the SSO providers file .* failed/);
   t.equal((await backend.get(1, never()))?.name, 'provider 1', 'memory is unchanged');
 
   rmSync(dir);
@@ -269,4 +269,35 @@ t.test('the file keeps its permissions and store timings are recorded', async (t
     text,
     /gateway_store_operation_duration_seconds_count\{backend="local",operation="sso_providers.update"\} 1/,
   );
+});
+
+t.test('two instances on one file (before and after a reload) never lose an update', async (t) => {
+  const file = storeFile(t, { roles: [1, 2], providers: [stored(1)] });
+  const metrics = createMetrics();
+  const before = await createLocalSsoProviders(file, { metrics });
+  const after = await createLocalSsoProviders(file, { metrics });
+  await Promise.all([
+    before.update(1, { name: 'renamed by the old instance' }, never()),
+    after.update(1, { autoProvision: { enabled: true, default_role_id: 2, role_provision: true } }, never()),
+  ]);
+  const onDisk = JSON.parse(readFileSync(file, 'utf8')).providers.find((p: { id: number }) => p.id === 1);
+  t.equal(onDisk.name, 'renamed by the old instance');
+  t.same(onDisk.auto_provision, { enabled: true, default_role_id: 2, role_provision: true });
+  t.equal(
+    (await after.update(1, { name: 'again' }, never()))?.provider.config.auto_provision.default_role_id,
+    2,
+  );
+});
+
+t.test('an operator edit of the file is picked up by the next update, not overwritten', async (t) => {
+  const file = storeFile(t, { providers: [stored(1)] });
+  const backend = await createLocalSsoProviders(file, { metrics: createMetrics() });
+  const edited = JSON.parse(readFileSync(file, 'utf8'));
+  edited.providers[0].principal_attribute_mappings = ['edited-by-operator'];
+  writeFileSync(file, JSON.stringify(edited));
+  const result = await backend.update(1, { name: 'after the edit' }, never());
+  t.same(result?.provider.principal_attribute_mappings, ['edited-by-operator']);
+  t.same(JSON.parse(readFileSync(file, 'utf8')).providers[0].principal_attribute_mappings, [
+    'edited-by-operator',
+  ]);
 });

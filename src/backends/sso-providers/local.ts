@@ -4,7 +4,7 @@
  * never lose one another; the rename is the one commit point.
  */
 import { randomUUID } from 'node:crypto';
-import { open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Metrics } from '../../observability/metrics.js';
@@ -62,6 +62,15 @@ type Store = z.output<typeof storeSchema>;
 type StoredProvider = Store['providers'][number];
 
 /**
+ * One update queue per file for the whole process, not per backend instance: after a SIGHUP reload
+ * the old instance may still be finishing a write while the new one takes requests.
+ */
+const queues = new Map<string, Promise<unknown>>();
+
+/** What identifies one version of the file on disk. */
+const versionOf = (s: { ino: number; size: number; mtimeMs: number }) => `${s.ino}:${s.size}:${s.mtimeMs}`;
+
+/**
  * Opens the store in `file`. Throws, naming the file, when it cannot be read or its shape is wrong:
  * the gateway must not start on a store it would later rewrite wrongly.
  */
@@ -70,17 +79,18 @@ export async function createLocalSsoProviders(
   deps: { metrics: Metrics; now?: () => Date },
 ): Promise<SsoProvidersBackend> {
   const now = deps.now ?? (() => new Date());
-  let text: string;
-  let mode: number;
+  const key = path.resolve(file);
+  let loaded: { state: Store; version: string; mode: number };
   try {
-    text = await readFile(file, 'utf8');
-    mode = (await stat(file)).mode & 0o777;
+    loaded = await load(file);
   } catch (err) {
+    if (err instanceof StoreError) throw err;
     throw new Error(`cannot read the SSO providers file ${file}: ${(err as Error).message}`, { cause: err });
   }
-  let state: Store = parseStore(text, file);
+  let state = loaded.state;
+  let version = loaded.version;
+  const mode = loaded.mode;
   const roles = state.roles === undefined ? undefined : new Set(state.roles);
-  let queue: Promise<unknown> = Promise.resolve();
 
   const observe = (operation: string, started: number) =>
     deps.metrics.storeDuration.observe(
@@ -88,15 +98,28 @@ export async function createLocalSsoProviders(
       (performance.now() - started) / 1000,
     );
 
-  /** Runs `fn` after every update queued before it (a promise-chain mutex). */
+  /** Runs `fn` after every update of this file queued before it (a promise-chain mutex). */
   function locked<T>(fn: () => Promise<T>): Promise<T> {
-    const run = queue.then(fn);
-    queue = run.catch(() => undefined);
+    const run = (queues.get(key) ?? Promise.resolve()).then(fn);
+    const tail = run.catch(() => undefined);
+    queues.set(key, tail);
+    void tail.then(() => {
+      if (queues.get(key) === tail) queues.delete(key);
+    });
     return run;
   }
 
   async function apply(ssoProviderId: number, patch: SsoProviderPatch, signal: AbortSignal) {
     signal.throwIfAborted();
+    // Another instance (the one before a reload) or an operator may have rewritten the file.
+    try {
+      if (versionOf(await stat(file)) !== version) ({ state, version } = await load(file));
+    } catch (err) {
+      if (err instanceof StoreError) throw err;
+      throw new Error(`reading the SSO providers file ${file} failed: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
     const index = state.providers.findIndex((p) => addressable(p, ssoProviderId));
     if (index === -1) return undefined;
     const current = state.providers[index] as StoredProvider;
@@ -107,6 +130,7 @@ export async function createLocalSsoProviders(
     const nextState: Store = { ...state, providers };
     await writeDurably(file, `${JSON.stringify(nextState, null, 2)}\n`, mode, signal);
     state = nextState;
+    version = versionOf(await stat(file));
     return { provider: toWire(next), changed };
   }
 
@@ -134,7 +158,7 @@ export async function createLocalSsoProviders(
     },
 
     async close(): Promise<void> {
-      await queue;
+      await queues.get(key);
     },
   };
 }
@@ -178,19 +202,34 @@ function applyPatch(
   return { next, changed };
 }
 
+/** A store file that cannot be used. */
+class StoreError extends Error {}
+
+/** The file's store, which version of the file it is, and its permissions. */
+async function load(file: string): Promise<{ state: Store; version: string; mode: number }> {
+  const handle = await open(file, 'r');
+  try {
+    const info = await handle.stat();
+    const state = parseStore(await handle.readFile('utf8'), file);
+    return { state, version: versionOf(info), mode: info.mode & 0o777 };
+  } finally {
+    await handle.close();
+  }
+}
+
 /** The store in `text`, or an error naming `file` and the first faulty key. */
 function parseStore(text: string, file: string): Store {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new Error(`the SSO providers file ${file} is not valid JSON: ${(err as Error).message}`);
+    throw new StoreError(`the SSO providers file ${file} is not valid JSON: ${(err as Error).message}`);
   }
   const result = storeSchema.safeParse(json);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const where = issue?.path.length ? issue.path.join('.') : '(top level)';
-  throw new Error(`the SSO providers file ${file} is invalid at ${where}: ${issue?.message}`);
+  throw new StoreError(`the SSO providers file ${file} is invalid at ${where}: ${issue?.message}`);
 }
 
 /** The API's view of a stored provider: `config.auto_provision`, never `metadata_xml`. */
