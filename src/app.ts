@@ -77,6 +77,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   let runtime = await buildRuntime(config, logger, metrics);
   let draining = false;
 
+  const handler = createHandler({ logger, metrics, current: () => runtime });
   const server = createServer(
     {
       maxHeaderSize: config.server.max_header_size,
@@ -89,8 +90,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       // A missing Host is answered in the envelope by the route stage, not by Node's bare 400.
       requireHostHeader: false,
     },
-    createHandler({ logger, metrics, current: () => runtime }),
+    handler,
   );
+  // `Expect: 100-continue` is answered only once the request is authenticated (see authenticate.ts),
+  // so a refused upload is never sent.
+  server.on('checkContinue', handler);
   answerFramingErrors(server, { logger, metrics });
   const admin = createServer(createAdminHandler(metrics, () => !draining));
 

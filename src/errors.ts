@@ -39,6 +39,7 @@ export const errors = {
   notFound: (context = 'path') => new GatewayError(404, context, 'resource not found'),
   methodNotAllowed: (allow: string) =>
     new GatewayError(405, 'method', 'method not allowed', { headers: { Allow: allow } }),
+  expectationFailed: () => new GatewayError(417, 'header:Expect', 'only "Expect: 100-continue" is supported'),
   missingHost: () => new GatewayError(400, 'header:Host', 'an HTTP/1.1 request needs a Host header'),
   duplicateHeader: (name: string) =>
     new GatewayError(400, `header:${name}`, `only one ${name} header is allowed`),

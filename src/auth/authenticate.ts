@@ -49,14 +49,18 @@ export function createAuthenticate(deps: AuthenticateDeps): (ctx: RequestContext
   const tokens = new Map(deps.auth.signature.tokens.map((t) => [t.id.toLowerCase(), known(t)]));
   const jwt = createJwtVerifier(deps.auth.jwt, { now });
 
-  const bodyOptions = (ctx: RequestContext, onChunk?: (chunk: Buffer) => void): BodyOptions => ({
-    limit: server.max_body_size,
-    memoryThreshold: server.body_memory_threshold,
-    tmpDir: deps.tmpDir,
-    idleTimeout: server.body_idle_timeout,
-    signal: ctx.deadline?.signal ?? NEVER,
-    ...(onChunk ? { onChunk } : {}),
-  });
+  const bodyOptions = (ctx: RequestContext, onChunk?: (chunk: Buffer) => void): BodyOptions => {
+    // The headers are verified: now the client may send the body it held back for `100 Continue`.
+    if (ctx.req.headers.expect?.toLowerCase() === '100-continue') ctx.res.writeContinue();
+    return {
+      limit: server.max_body_size,
+      memoryThreshold: server.body_memory_threshold,
+      tmpDir: deps.tmpDir,
+      idleTimeout: server.body_idle_timeout,
+      signal: ctx.deadline?.signal ?? NEVER,
+      ...(onChunk ? { onChunk } : {}),
+    };
+  };
 
   /** Counts and logs a refusal by its reason code (never a header value), then throws `err`. */
   const refuse = (ctx: RequestContext, scheme: Scheme, reason: string, err: GatewayError): never => {

@@ -1,6 +1,6 @@
 /**
  * Requests that never reach the pipeline: what Node's HTTP parser refuses (`clientError`: 400, 408,
- * 431) and `CONNECT` (an authority-form target). They get the error envelope on the raw socket, a
+ * 431), `CONNECT` (an authority-form target) and an `Expect` other than 100-continue (417). They get the error envelope on the raw socket, a
  * request id, a log line and a metric like any other request, and the connection is closed.
  */
 import { randomUUID } from 'node:crypto';
@@ -9,9 +9,9 @@ import type { Socket } from 'node:net';
 import { errors, type GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import { writeSocketError } from './envelope.js';
+import { writeError, writeSocketError } from './envelope.js';
 
-/** Installs the `clientError` and `connect` listeners on the API server. */
+/** Installs the `clientError`, `connect` and `checkExpectation` listeners on the API server. */
 export function answerFramingErrors(server: Server, deps: { logger: Logger; metrics: Metrics }): void {
   const answer = (socket: Socket, error: GatewayError, reason: string) => {
     const requestId = randomUUID();
@@ -45,5 +45,17 @@ export function answerFramingErrors(server: Server, deps: { logger: Logger; metr
 
   server.on('connect', (_req, socket: Socket) => {
     answer(socket, errors.badTarget('must be a path starting with "/"'), 'connect');
+  });
+
+  // Node answers an `Expect` other than 100-continue with a bare 417 unless told otherwise.
+  server.on('checkExpectation', (_req, res) => {
+    const requestId = randomUUID();
+    res.setHeader('RequestID', requestId);
+    writeError(res, requestId, errors.expectationFailed());
+    deps.metrics.requests.inc({ operation: 'unmatched', method: 'OTHER', status_class: '4xx' });
+    deps.logger.info(
+      { request_id: requestId, operation: 'unmatched', status: 417, reason: 'expectation' },
+      'request',
+    );
   });
 }

@@ -251,6 +251,17 @@ t.test('limits and parser errors get the envelope', async (t) => {
     t.match(old, /^HTTP\/1\.1 401 /);
   });
 
+  t.test('an Expect other than 100-continue: 417 envelope', async (t) => {
+    const res = await request(gw, { method: 'GET', target: MEMBER, headers: { Expect: 'teapot' } });
+    t.equal(res.status, 417);
+    t.same(errorOf(res), {
+      status: 417,
+      context: 'header:Expect',
+      message: 'only "Expect: 100-continue" is supported',
+    });
+    t.match(res.headers.requestid, UUID_V4);
+  });
+
   t.test('the process is still serving after all of that', async (t) => {
     t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 200);
   });
@@ -314,4 +325,43 @@ t.test('X-Forwarded-For is trusted only when server.trust_proxy says so', async 
     t.equal(line?.client, trust ? '203.0.113.9' : '127.0.0.1', `trust_proxy: ${trust}`);
     await gw.close();
   }
+});
+
+t.test('Expect: 100-continue is answered only once the request is authenticated', async (t) => {
+  const gw = await startGateway();
+  t.teardown(() => gw.close());
+  const { request: httpRequest } = await import('node:http');
+  const target = '/api/v2/sso-providers/1';
+  const form = '--b\r\nContent-Disposition: form-data; name="name"\r\n\r\nViaContinue\r\n--b--\r\n';
+  const attempt = (headers: Record<string, string>) =>
+    new Promise<{ continued: boolean; status: number }>((resolve, reject) => {
+      let continued = false;
+      const req = httpRequest(
+        {
+          port: gw.port,
+          host: '127.0.0.1',
+          method: 'PATCH',
+          path: target,
+          agent: false,
+          headers: {
+            ...headers,
+            Expect: '100-continue',
+            'Content-Type': 'multipart/form-data; boundary=b',
+            'Content-Length': String(Buffer.byteLength(form)),
+          },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve({ continued, status: res.statusCode ?? 0 }));
+        },
+      );
+      req.on('continue', () => {
+        continued = true;
+        req.end(form);
+      });
+      req.on('error', reject);
+      req.flushHeaders();
+    });
+  t.same(await attempt({}), { continued: false, status: 401 }, 'refused before the upload');
+  t.same(await attempt(signed({ method: 'PATCH', target, body: form })), { continued: true, status: 200 });
 });
