@@ -95,6 +95,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   // `Expect: 100-continue` is answered only once the request is authenticated (see authenticate.ts),
   // so a refused upload is never sent.
   server.on('checkContinue', handler);
+  // Any other `Expect` goes through the pipeline too, which answers 417 after routing.
+  server.on('checkExpectation', handler);
+  // A client that half-closes after its request (shutdown(SHUT_WR)) still gets the answer (Node's
+  // own switch, false by default, read by its HTTP server on the client's FIN).
+  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   answerFramingErrors(server, { logger, metrics });
   const admin = createServer(createAdminHandler(metrics, () => !draining));
 

@@ -44,6 +44,7 @@ export const errors = {
   duplicateHeader: (name: string) =>
     new GatewayError(400, `header:${name}`, `only one ${name} header is allowed`),
   requestTimeout: () => new GatewayError(408, 'request', 'request body was not received in time'),
+  headersTimeout: () => new GatewayError(408, 'request', 'request headers were not received in time'),
   headersTooLarge: () => new GatewayError(431, 'header', 'request header fields too large'),
   malformedRequest: () => new GatewayError(400, 'request', 'malformed HTTP request'),
   bodyTooLarge: (limit: number) =>
@@ -150,6 +151,8 @@ export const errors = {
   invalidParameter: (name: string) => new GatewayError(400, `form:${name}`, `"${name}" parameter is invalid`),
   metadataMalformed: (why: string) =>
     new GatewayError(400, 'form:metadata', `metadata is not well-formed XML: ${why}`),
+  metadataTooDeep: (depth: number) =>
+    new GatewayError(400, 'form:metadata', `metadata nests elements more than ${depth} deep`),
   metadataDoctype: () =>
     new GatewayError(400, 'form:metadata', 'metadata must not contain a DOCTYPE or entity declaration'),
   metadataNotSaml: () =>

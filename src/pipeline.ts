@@ -5,11 +5,10 @@
  */
 import { authorize } from './auth/authorize.js';
 import type { Config } from './config/schema.js';
-import { errors } from './errors.js';
 import type { RequestContext } from './http/context.js';
-import { startDeadline } from './http/deadline.js';
+import { preferredWait, startDeadline } from './http/deadline.js';
 import { rejectDuplicates, singleHeader } from './http/headers.js';
-import { checkTarget, type OperationId, route } from './http/router.js';
+import { type OperationId, routeRequest } from './http/router.js';
 import type { Operation } from './operations/operation.js';
 
 /** One step of the pipeline. */
@@ -25,12 +24,17 @@ export interface PipelineParts {
 export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [name: string, stage: Stage]> {
   const { prefer, authenticate, operations } = parts;
   return [
-    // 400 for a target that could name another path, then 404 / 405.
+    // 400 for a missing Host or a target that could name another path, 404 / 405, 417 for an odd Expect.
     [
       'route',
       (ctx) => {
-        if (ctx.req.headers.host === undefined && ctx.req.httpVersion === '1.1') throw errors.missingHost();
-        ctx.route = route(ctx.req.method ?? '', checkTarget(ctx.rawTarget));
+        try {
+          ctx.route = routeRequest(ctx.req, ctx.rawTarget);
+        } catch (err) {
+          // Every response says which wait applied, a refusal before the Prefer stage too.
+          appliedWaitOnRefusal(ctx, prefer);
+          throw err;
+        }
       },
     ],
     // 400 for a malformed Prefer; the deadline (an AbortSignal) covers everything after this point.
@@ -54,6 +58,16 @@ export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [na
     // path parameters (400) → existence (404) → body validation (400/413) → the backend.
     ['operation', (ctx) => operationOf(ctx, operations).handle(ctx)],
   ];
+}
+
+/** Sets `Preference-Applied` for a request refused before its deadline started, if its Prefer is valid. */
+function appliedWaitOnRefusal(ctx: RequestContext, prefer: Config['prefer']): void {
+  try {
+    const seconds = preferredWait(singleHeader(ctx.req, 'Prefer'), prefer);
+    ctx.res.setHeader('Preference-Applied', `wait=${seconds}`);
+  } catch {
+    // An invalid or repeated Prefer applied nothing.
+  }
 }
 
 function operationOf(ctx: RequestContext, operations: PipelineParts['operations']): Operation {

@@ -37,7 +37,20 @@ interface KnownToken {
   readonly identity: Identity;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/**
+ * The token id forms the reference's UUID parser reads: canonical, 32 hex digits, either of them in
+ * braces or after `urn:uuid:`. Group 1 or 2 holds the hex digits.
+ */
+const UUID =
+  /^(?:urn:uuid:|\{(?=.*\}$))?(?:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})|([0-9a-f]{32}))\}?$/i;
+
+/** The canonical lower-case form of a token id, or undefined when it is not a UUID. */
+function canonicalTokenId(value: string): string | undefined {
+  const m = UUID.exec(value);
+  if (!m || (value.endsWith('}') && !value.startsWith('{'))) return undefined;
+  const hex = (m[1] ?? (m[2] as string)).replace(/-/g, '').toLowerCase();
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
 const NEVER = new AbortController().signal;
 
 /** The authenticate stage for one configuration; writes `ctx.identity` and `ctx.body`. */
@@ -81,14 +94,17 @@ export function createAuthenticate(deps: AuthenticateDeps): (ctx: RequestContext
   };
 
   const signed = async (ctx: RequestContext, tokenId: string): Promise<void> => {
-    if (!UUID.test(tokenId)) return refuse(ctx, 'signature', 'malformed_token_id', errors.tokenIdMalformed());
+    const canonicalId = canonicalTokenId(tokenId);
+    if (canonicalId === undefined) {
+      return refuse(ctx, 'signature', 'malformed_token_id', errors.tokenIdMalformed());
+    }
     const date = single(ctx.req.headers.requestdate);
     if (date === undefined) return refuse(ctx, 'signature', 'no_date', errors.noRequestDate());
     const clientTime = check(ctx, 'malformed_date', () => parseRequestDate(date));
     const header = single(ctx.req.headers.signature);
     if (header === undefined) return refuse(ctx, 'signature', 'no_signature', errors.noSignature());
     const given = check(ctx, 'malformed_signature', () => parseSignature(header));
-    const token = tokens.get(tokenId.toLowerCase());
+    const token = tokens.get(canonicalId);
     if (token === undefined) return refuse(ctx, 'signature', 'unknown_token', errors.unknownToken());
     check(ctx, 'clock_skew', () => checkClockSkew(clientTime, now(), maxSkew, requestDateOffset(date)));
 

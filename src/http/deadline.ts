@@ -28,23 +28,28 @@ const PREFER = /^wait=(-1|[0-9]+)$/;
 const NEVER = new AbortController().signal;
 
 /**
- * The deadline for a request whose `Prefer` header is `header` (undefined when absent). Throws the
- * catalogue's 400 for a value that does not match `^wait=(-1|[0-9]+)$` or a disabled bypass.
+ * The seconds of the deadline `header` asks for under `policy` (undefined when absent), or -1 for a
+ * bypass. Throws the catalogue's 400 for a value that does not match `^wait=(-1|[0-9]+)$` or a
+ * disabled bypass.
  */
-export function startDeadline(header: string | undefined, policy: PreferPolicy): Deadline {
-  let seconds = policy.default_wait;
-  if (header !== undefined) {
-    const m = PREFER.exec(header);
-    if (!m) throw errors.preferInvalid(printable(header));
-    if (m[1] === '-1') {
-      if (!policy.allow_bypass) throw errors.preferBypassDisabled();
-      return { signal: NEVER, applied: 'wait=-1', expiresAt: undefined, dispose() {} };
-    }
-    // wait=0 means the default (never "no deadline"); digits beyond max_wait clamp without overflow.
-    const digits = (m[1] as string).replace(/^0+(?=\d)/, '');
-    const asked = digits.length > 10 ? Number.POSITIVE_INFINITY : Number(digits);
-    seconds = asked === 0 ? policy.default_wait : Math.min(asked, policy.max_wait);
+export function preferredWait(header: string | undefined, policy: PreferPolicy): number {
+  if (header === undefined) return policy.default_wait;
+  const m = PREFER.exec(header);
+  if (!m) throw errors.preferInvalid(printable(header));
+  if (m[1] === '-1') {
+    if (!policy.allow_bypass) throw errors.preferBypassDisabled();
+    return -1;
   }
+  // wait=0 means the default (never "no deadline"); digits beyond max_wait clamp without overflow.
+  const digits = (m[1] as string).replace(/^0+(?=\d)/, '');
+  const asked = digits.length > 10 ? Number.POSITIVE_INFINITY : Number(digits);
+  return asked === 0 ? policy.default_wait : Math.min(asked, policy.max_wait);
+}
+
+/** The deadline for a request whose `Prefer` header is `header`; throws as `preferredWait` does. */
+export function startDeadline(header: string | undefined, policy: PreferPolicy): Deadline {
+  const seconds = preferredWait(header, policy);
+  if (seconds === -1) return { signal: NEVER, applied: 'wait=-1', expiresAt: undefined, dispose() {} };
   const controller = new AbortController();
   const ms = seconds * 1000;
   const timer = setTimeout(() => controller.abort(errors.deadline()), ms);

@@ -3,6 +3,7 @@
  * segments, `//`, backslashes, encoded slashes) is refused before routing, so nothing can reach an
  * operation other than the one that was signed.
  */
+import type { IncomingMessage } from 'node:http';
 import { errors } from '../errors.js';
 
 /** The operation ids, used as the `operation` label of metrics and in log lines. */
@@ -92,4 +93,16 @@ function decode(segment: string): string {
   } catch {
     throw errors.badTarget('malformed percent-encoding');
   }
+}
+
+/**
+ * The route of a request, from its raw target: 400 for a missing HTTP/1.1 `Host` or an unsafe target,
+ * 404 / 405 by `route`, then 417 for an `Expect` other than 100-continue (which Node leaves to us).
+ */
+export function routeRequest(req: IncomingMessage, rawTarget: string): Route {
+  if (req.headers.host === undefined && req.httpVersion === '1.1') throw errors.missingHost();
+  const matched = route(req.method ?? '', checkTarget(rawTarget));
+  const expect = req.headers.expect;
+  if (expect !== undefined && expect.toLowerCase() !== '100-continue') throw errors.expectationFailed();
+  return matched;
 }

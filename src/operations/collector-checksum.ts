@@ -4,7 +4,6 @@
  * and keep a version's file for good.
  */
 import { createHash } from 'node:crypto';
-import semver from 'semver';
 import {
   COLLECTOR_TYPES,
   type CollectorsBackend,
@@ -53,12 +52,18 @@ function collectorType(value: string): CollectorType {
   throw errors.invalidCollectorType(printable(value));
 }
 
-/** `latest`, or the version without its `v` (semver 2.0, no leading zeros, no build part). */
+/**
+ * A semantic version as semver 2.0 writes one (its own regular expression), without the build part:
+ * numbers of any size and no leading zeros, an optional pre-release.
+ */
+const SEMVER =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?$/;
+
+/** `latest`, or the version without its `v`; a version too large for any release is simply unknown (404). */
 function releaseTag(value: string): string {
   if (value === 'latest') return value;
   const version = value.startsWith('v') ? value.slice(1) : value;
-  // parse() accepts a `v`, `=` or a build part and drops them; only the canonical form is a tag.
-  if (semver.parse(version)?.version !== version) throw errors.invalidReleaseTag();
+  if (!SEMVER.test(version)) throw errors.invalidReleaseTag();
   return version;
 }
 

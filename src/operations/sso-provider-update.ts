@@ -39,6 +39,7 @@ const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
 const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
 const INTEGER = /^[+-]?[0-9]+$/;
 const MAX_INT32 = 2_147_483_647;
+const INT64_MAX = 9_223_372_036_854_775_807n;
 const MAX_NAME = 255;
 const NEVER = new AbortController().signal;
 
@@ -137,8 +138,13 @@ function toBool(part: string, value: string): boolean {
   throw errors.notBool(part);
 }
 
-/** An integer as text (sign allowed, as the reference parses it); its range is checked later. */
+/**
+ * An integer as text, read as the reference's `strconv.Atoi` reads it: a sign is allowed, and a value
+ * beyond 64 bits cannot be converted. Whether it names a role is checked later.
+ */
 function toInt(part: string, value: string): number {
   if (!INTEGER.test(value)) throw errors.notInt(part);
-  return Number(value);
+  const big = BigInt(value);
+  if (big > INT64_MAX || big < -INT64_MAX - 1n) throw errors.notInt(part);
+  return Number(big);
 }

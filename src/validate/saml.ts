@@ -10,6 +10,11 @@ import { errors, isGatewayError } from '../errors.js';
 
 const MD = 'urn:oasis:names:tc:SAML:2.0:metadata';
 const HTTP_POST = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST';
+/**
+ * Real metadata nests about ten elements deep. The parser's namespace look-up costs the depth at each
+ * element, so a deep document would take time quadratic in its size, all of it blocking the process.
+ */
+const MAX_DEPTH = 100;
 
 /** What an update takes from the metadata document. */
 export interface SamlMetadata {
@@ -56,6 +61,7 @@ export function parseSamlMetadata(xml: Buffer): SamlMetadata {
     const parent = stack.at(-1);
     const grandparent = stack.at(-2);
     root ??= tag;
+    if (stack.length >= MAX_DEPTH) throw errors.metadataTooDeep(MAX_DEPTH);
     stack.push(tag);
     if (!isMd(tag)) return;
     // Only the root and descriptors nested in a chain of EntitiesDescriptor from it are candidates.
@@ -110,10 +116,10 @@ function isMdNamed(tag: SaxesTagNS, local: string): boolean {
   return tag.uri === MD && tag.local === local;
 }
 
-/** The trimmed value of the un-namespaced attribute `local`, or '' when absent. */
+/** The value of the un-namespaced attribute `local` as written (compared exactly), or '' when absent. */
 function attribute(tag: SaxesTagNS, local: string): string {
   for (const attr of Object.values(tag.attributes)) {
-    if (attr.uri === '' && attr.local === local) return attr.value.trim();
+    if (attr.uri === '' && attr.local === local) return attr.value;
   }
   return '';
 }

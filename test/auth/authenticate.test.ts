@@ -76,6 +76,29 @@ t.test('authentication through the front door', async (t) => {
     }
   });
 
+  t.test('a token id in any form the reference reads as a UUID finds the token', async (t) => {
+    const hex = TOKENS.reader.id.replace(/-/g, '');
+    for (const id of [
+      hex,
+      `{${TOKENS.reader.id}}`,
+      `urn:uuid:${TOKENS.reader.id}`,
+      `{${hex.toUpperCase()}}`,
+    ]) {
+      const h = signed({ method: 'GET', target: MEMBER, token: TOKENS.reader });
+      h.Authorization = `bhesignature ${id}`;
+      const res = await request(gw, { method: 'GET', target: MEMBER, headers: h });
+      t.equal(res.status, 200, id);
+    }
+    for (const id of [`${TOKENS.reader.id}}`, `{${TOKENS.reader.id}`, `${hex}0`, 'urn:uuid:{x}']) {
+      await refused(
+        t,
+        gw,
+        { ...good(), Authorization: `bhesignature ${id}` },
+        { status: 400, context: 'header:Authorization', message: 'Token ID is malformed.' },
+      );
+    }
+  });
+
   t.test('each literal message of the contract, with its status and context', async (t) => {
     const auth = 'header:Authorization';
     await refused(t, gw, {}, { status: 401, context: auth, message: 'not authenticated' });

@@ -43,6 +43,15 @@ t.test('every request', async (t) => {
     t.not(a.headers.requestid, b.headers.requestid);
   });
 
+  t.test('a refusal before the Prefer stage still says which wait applied', async (t) => {
+    const res = await request(gw, { method: 'GET', target: '/api/v2/nope', headers: { Prefer: 'wait=12' } });
+    t.equal(res.status, 404);
+    t.equal(res.headers['preference-applied'], 'wait=12');
+    const bad = await request(gw, { method: 'GET', target: '/api/v2/nope', headers: { Prefer: 'soon' } });
+    t.equal(bad.status, 404, 'routing is decided before Prefer is checked');
+    t.notOk(bad.headers['preference-applied']);
+  });
+
   t.test('a known path with another method is 405 with Allow', async (t) => {
     for (const [method, target, allow] of [
       ['POST', MEMBER, 'GET, HEAD'],
@@ -222,6 +231,7 @@ t.test('limits and parser errors get the envelope', async (t) => {
     const answer = await rawRequest(gw, `GET ${MEMBER} HTTP/1.1\r\nHost: x\r\n`, 3000);
     t.match(answer, /^HTTP\/1\.1 408 /);
     t.match(answer, /"http_status":408/);
+    t.match(answer, /"message":"request headers were not received in time"/);
   });
 
   t.test('a stalled upload: 408', async (t) => {
@@ -251,7 +261,7 @@ t.test('limits and parser errors get the envelope', async (t) => {
     t.match(old, /^HTTP\/1\.1 401 /);
   });
 
-  t.test('an Expect other than 100-continue: 417 envelope', async (t) => {
+  t.test('an Expect other than 100-continue: 417 envelope, after routing', async (t) => {
     const res = await request(gw, { method: 'GET', target: MEMBER, headers: { Expect: 'teapot' } });
     t.equal(res.status, 417);
     t.same(errorOf(res), {
@@ -260,6 +270,44 @@ t.test('limits and parser errors get the envelope', async (t) => {
       message: 'only "Expect: 100-continue" is supported',
     });
     t.match(res.headers.requestid, UUID_V4);
+    const unknown = await request(gw, {
+      method: 'GET',
+      target: '/api/v2/nope',
+      headers: { Expect: 'teapot' },
+    });
+    t.equal(unknown.status, 404, 'the route is decided first');
+    const dots = await request(gw, { method: 'GET', target: '/api/v2/../x', headers: { Expect: 'teapot' } });
+    t.equal(dots.status, 400, 'the raw target is checked first');
+  });
+
+  t.test('a request pipelined before garbage is answered first', async (t) => {
+    const auth = signed({ method: 'GET', target: MEMBER });
+    const answer = await rawRequest(
+      gw,
+      `GET ${MEMBER} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth.Authorization}\r\nRequestDate: ${auth.RequestDate}\r\n` +
+        `Signature: ${auth.Signature}\r\n\r\nGARBAGE\r\n\r\n`,
+    );
+    t.match(answer, /^HTTP\/1\.1 200 [\s\S]*HTTP\/1\.1 400 /);
+  });
+
+  t.test('a client that half-closes after its request still gets the answer', async (t) => {
+    const { connect } = await import('node:net');
+    // A checksum not read yet: the answer needs file I/O, so the client's FIN arrives before it.
+    const target = '/api/v2/collectors/azurehound/v2.8.1/checksum';
+    const auth = signed({ method: 'GET', target });
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(gw.port, '127.0.0.1');
+      const chunks: Buffer[] = [];
+      socket.on('data', (c) => chunks.push(c));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString()));
+      socket.end(
+        `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth.Authorization}\r\n` +
+          `RequestDate: ${auth.RequestDate}\r\nSignature: ${auth.Signature}\r\n\r\n`,
+      );
+    });
+    t.match(answer, /^HTTP\/1\.1 200 /);
+    t.match(answer, /azurehound-v2\.8\.1\.zip/);
   });
 
   t.test('the process is still serving after all of that', async (t) => {

@@ -119,6 +119,7 @@ t.test('collector checksum', async (t) => {
   t.test('an unknown version or a type without releases is 404', async (t) => {
     for (const [type, release] of [
       ['sharphound', 'v9.9.9'],
+      ['sharphound', 'v99999999999999999999999.0.0'],
       ['openhound', 'latest'],
       ['openhound', 'v1.0.0'],
     ] as const) {

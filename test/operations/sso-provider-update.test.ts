@@ -318,7 +318,14 @@ t.test('every refusal, with its message and context, changes nothing', async (t)
       'form:config.auto_provision.default_role_id',
       '"config.auto_provision.default_role_id" parameter could not be converted to int',
     ],
-    ...['0', '-3', '6', '2147483648'].map(
+    [
+      'a role id beyond 64 bits, which the reference cannot convert',
+      () => send(gw, '1', auto('true', '99999999999999999999', 'true')),
+      400,
+      'form:config.auto_provision.default_role_id',
+      '"config.auto_provision.default_role_id" parameter could not be converted to int',
+    ],
+    ...['0', '-3', '6', '2147483648', '9223372036854775807'].map(
       (id): [string, () => Promise<TestResponse>, number, string, string] => [
         `role id ${id}`,
         () => send(gw, '1', auto('true', id, 'true')),

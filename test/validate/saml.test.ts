@@ -185,3 +185,28 @@ refused(
   /^metadata is not well-formed XML: unbound namespace prefix at line 1, column \d+$/,
   'an unbound prefix is malformed without echo',
 );
+
+const nested = (depth: number) =>
+  entity(
+    `<md:IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol"><md:Extensions>` +
+      '<a>'.repeat(depth) +
+      '</a>'.repeat(depth) +
+      `</md:Extensions><md:SingleSignOnService Binding="${POST}" Location="https://idp.example.com/sso"/></md:IDPSSODescriptor>`,
+  );
+t.test('nesting up to the depth limit is accepted', async (t) => {
+  // EntityDescriptor, IDPSSODescriptor and Extensions hold 3 levels.
+  t.equal(parse(nested(97)).idpSsoUri, 'https://idp.example.com/sso');
+});
+refused(t, nested(98), 'metadata nests elements more than 100 deep', 'nesting past the limit is refused');
+refused(
+  t,
+  nested(50_000),
+  'metadata nests elements more than 100 deep',
+  'a deeply nested document is refused',
+);
+refused(
+  t,
+  entity(idp([` ${POST}`])),
+  'metadata does not have a SSO service that supports HTTP POST binding',
+  'the binding is compared exactly, not trimmed',
+);
