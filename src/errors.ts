@@ -32,6 +32,15 @@ export class GatewayError extends Error {
 
 const SIGNATURE_PREFIX = 'unable to validate request signature for client: ';
 
+/**
+ * A client-sent value as it may appear in a message (and so in a log): at most 64 characters,
+ * control characters replaced, so a pasted key or a crafted value cannot flood or forge a log line.
+ */
+function shown(value: string): string {
+  const clean = value.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+  return clean.length > 64 ? `${clean.slice(0, 64)}…` : clean;
+}
+
 /** Every public message, by the situation that produces it. */
 export const errors = {
   // routing and request framing
@@ -55,7 +64,7 @@ export const errors = {
 
   // Prefer and the deadline
   preferInvalid: (value: string) =>
-    new GatewayError(400, 'header:Prefer', `Prefer header has an invalid value: ${value}`),
+    new GatewayError(400, 'header:Prefer', `Prefer header has an invalid value: ${shown(value)}`),
   preferBypassDisabled: () =>
     new GatewayError(
       400,
@@ -113,7 +122,7 @@ export const errors = {
   // path parameters
   idMalformed: (param: string) => new GatewayError(400, `path:${param}`, 'id is malformed'),
   invalidCollectorType: (value: string) =>
-    new GatewayError(400, 'path:collector_type', `Invalid collector type: ${value}`),
+    new GatewayError(400, 'path:collector_type', `Invalid collector type: ${shown(value)}`),
   invalidReleaseTag: () =>
     new GatewayError(
       400,
@@ -129,7 +138,8 @@ export const errors = {
   formTooLarge: (what: string) => new GatewayError(413, 'body', `multipart form is over the limit: ${what}`),
   partTooLarge: (name: string, limit: number) =>
     new GatewayError(413, `form:${name}`, `form part "${name}" is larger than the limit of ${limit} bytes`),
-  unexpectedPart: (name: string) => new GatewayError(400, `form:${name}`, `unexpected form part "${name}"`),
+  unexpectedPart: (name: string) =>
+    new GatewayError(400, `form:${shown(name)}`, `unexpected form part "${shown(name)}"`),
   duplicatePart: (name: string) =>
     new GatewayError(400, `form:${name}`, `expected only one "${name}" parameter`),
   partMustBeFile: (name: string) =>

@@ -35,7 +35,7 @@ const NEVER = new AbortController().signal;
 export function preferredWait(header: string | undefined, policy: PreferPolicy): number {
   if (header === undefined) return policy.default_wait;
   const m = PREFER.exec(header);
-  if (!m) throw errors.preferInvalid(printable(header));
+  if (!m) throw errors.preferInvalid(header);
   if (m[1] === '-1') {
     if (!policy.allow_bypass) throw errors.preferBypassDisabled();
     return -1;
@@ -59,10 +59,4 @@ export function startDeadline(header: string | undefined, policy: PreferPolicy):
     expiresAt: Date.now() + ms,
     dispose: () => clearTimeout(timer),
   };
-}
-
-/** The header value as it may appear in a message: bounded, control characters replaced. */
-function printable(value: string): string {
-  const clean = value.replace(/[\u0000-\u001f\u007f]/g, '?');
-  return clean.length > 64 ? `${clean.slice(0, 64)}…` : clean;
 }

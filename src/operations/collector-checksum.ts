@@ -49,7 +49,7 @@ export function createCollectorChecksum(deps: { backend: CollectorsBackend }): O
 
 function collectorType(value: string): CollectorType {
   if ((COLLECTOR_TYPES as readonly string[]).includes(value)) return value as CollectorType;
-  throw errors.invalidCollectorType(printable(value));
+  throw errors.invalidCollectorType(value);
 }
 
 /**
@@ -87,10 +87,4 @@ function matches(header: string | undefined, tag: string): boolean {
     if (m[1] === tag) return true;
   }
   return false;
-}
-
-/** The value as it may appear in a message: bounded, control characters replaced. */
-function printable(value: string): string {
-  const clean = value.replace(/[\u0000-\u001f\u007f]/g, '?');
-  return clean.length > 64 ? `${clean.slice(0, 64)}…` : clean;
 }

@@ -85,7 +85,7 @@ function parse(parser: busboy.Busboy, source: Readable, req: FormRequest): Promi
     /** The checks every part goes through, in this order, as soon as its headers are read. */
     const admit = (name: string, isFile: boolean, filename: string | undefined): GatewayError | undefined => {
       const kind = Object.hasOwn(spec, name) ? spec[name] : undefined;
-      if (kind === undefined) return errors.unexpectedPart(printable(name));
+      if (kind === undefined) return errors.unexpectedPart(name);
       if (seen.has(name)) return errors.duplicatePart(name);
       seen.add(name);
       if (kind === 'file' && filename === undefined) return errors.partMustBeFile(name);
@@ -156,10 +156,4 @@ function reasonOf(err: unknown): string {
     .replace(/^Multipart: /, '')
     .toLowerCase()
     .slice(0, 80);
-}
-
-/** A client-chosen part name as it may appear in a message: bounded, control characters replaced. */
-function printable(name: string): string {
-  const clean = name.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
-  return clean.length > 64 ? `${clean.slice(0, 64)}…` : clean;
 }
