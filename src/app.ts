@@ -2,6 +2,8 @@
  * createApp(config): wires the logger, metrics, backends and pipeline into an API server and an admin
  * server. No `listen()` happens here until asked, so tests run the real app in process on port 0.
  */
+import { constants } from 'node:fs';
+import { access } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -47,12 +49,16 @@ interface Runtime {
 }
 
 async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): Promise<Runtime> {
+  const tmpDir = config.server.tmp_dir ?? tmpdir();
+  await access(tmpDir, constants.W_OK).catch((err: Error) => {
+    throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
+  });
   const backends = await createBackends(config, { metrics });
   const authenticate = createAuthenticate({
     auth: config.auth,
     server: config.server,
     metrics,
-    tmpDir: config.server.tmp_dir ?? tmpdir(),
+    tmpDir,
   });
   const stages = createPipeline({
     prefer: config.prefer,
@@ -77,7 +83,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   let runtime = await buildRuntime(config, logger, metrics);
   let draining = false;
 
-  const handler = createHandler({ logger, metrics, current: () => runtime });
+  const handler = createHandler({ logger, metrics, current: () => runtime, draining: () => draining });
   const server = createServer(
     {
       maxHeaderSize: config.server.max_header_size,
@@ -118,6 +124,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       const old = runtime;
       runtime = await buildRuntime(next, logger, metrics);
       logger.level = next.logging.level;
+      const restartOnly = [
+        'server.host',
+        'server.port',
+        'server.max_header_size',
+        'admin.host',
+        'admin.port',
+      ].filter((key) => valueAt(old.config, key) !== valueAt(next, key));
+      if (restartOnly.length > 0) logger.warn({ keys: restartOnly }, 'these keys change only on restart');
       server.headersTimeout = next.server.headers_timeout;
       server.keepAliveTimeout = next.server.keep_alive_timeout;
       logger.info('configuration reloaded');
@@ -134,12 +148,25 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       await closed;
       clearInterval(sweep);
       clearTimeout(cut);
+      // Connections are gone; let the requests' own clean-up (temporary files, log lines) finish.
+      await Promise.race([handler.settled(), delay(SETTLE_AFTER_CLOSE)]);
       await new Promise<void>((resolve) => admin.close(() => resolve()));
       admin.closeAllConnections();
       await runtime.backends.close();
       logger.info('stopped');
     },
   };
+}
+
+/** How long a stop waits, once every connection is closed, for requests to finish their clean-up. */
+const SETTLE_AFTER_CLOSE = 2_000;
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+function valueAt(config: Config, key: string): unknown {
+  return key.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown>)[k], config);
 }
 
 function listenOn(server: Server, host: string, port: number): Promise<void> {

@@ -45,7 +45,8 @@ export async function runGateway(file: string): Promise<number> {
         },
       );
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    // `on`, not `once`: a second signal while draining must not fall back to Node's default (kill).
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
   });
 }

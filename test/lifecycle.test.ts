@@ -94,6 +94,8 @@ t.test('SIGTERM drains: readiness goes false, the in-flight request finishes, ex
     req.write(form.slice(0, 10));
     setTimeout(() => {
       proc.child.kill('SIGTERM');
+      // A second signal while draining must not kill the process.
+      setTimeout(() => proc.child.kill('SIGTERM'), 100);
       setTimeout(async () => {
         try {
           t.equal(

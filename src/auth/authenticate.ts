@@ -98,6 +98,8 @@ export function createAuthenticate(deps: AuthenticateDeps): (ctx: RequestContext
     if (canonicalId === undefined) {
       return refuse(ctx, 'signature', 'malformed_token_id', errors.tokenIdMalformed());
     }
+    // The id is public (a user name, not a secret): log the one claimed, known or not.
+    ctx.log.token_id = canonicalId;
     const date = single(ctx.req.headers.requestdate);
     if (date === undefined) return refuse(ctx, 'signature', 'no_date', errors.noRequestDate());
     const clientTime = check(ctx, 'malformed_date', () => parseRequestDate(date));

@@ -8,7 +8,7 @@ import type { AssetGroupTagsBackend } from './asset-group-tags/backend.js';
 import { createLocalAssetGroupTags } from './asset-group-tags/local.js';
 import type { CollectorsBackend } from './collectors/backend.js';
 import { createChecksumCache } from './collectors/cache.js';
-import { createLocalCollectors } from './collectors/local.js';
+import { openLocalCollectors } from './collectors/local.js';
 import type { SsoProvidersBackend } from './sso-providers/backend.js';
 import { createLocalSsoProviders } from './sso-providers/local.js';
 
@@ -23,7 +23,7 @@ export interface Backends {
 /** The backends `config` names, the collectors one behind the checksum cache. Throws when one cannot start. */
 export async function createBackends(config: Config, deps: { metrics: Metrics }): Promise<Backends> {
   const { backends, checksum_cache: cache } = config;
-  const collectors = createChecksumCache(createLocalCollectors(backends.collectors.path), {
+  const collectors = createChecksumCache(await openLocalCollectors(backends.collectors.path), {
     maxBytes: cache.max_bytes,
     maxEntryBytes: cache.max_entry_bytes,
     latestTtl: cache.latest_ttl,

@@ -4,8 +4,9 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { isMap, isScalar, isSeq, type Node, parseDocument } from 'yaml';
-import { type Config, ConfigReference, configSchema } from './schema.js';
+import { parseDocument } from 'yaml';
+import { ConfigReference } from './leaves.js';
+import { type Config, configSchema } from './schema.js';
 
 /** A configuration that cannot be used; `problems` lists each one as `key.path: reason`. */
 export class ConfigError extends Error {
@@ -41,13 +42,22 @@ export function loadConfigFile(file: string, options: LoadOptions = {}): Config 
  * relative to `baseDir` (the configuration file's folder).
  */
 export function parseConfig(text: string, baseDir: string, options: LoadOptions = {}): Config {
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false });
+  // Anchors, aliases and `<<` merge keys are YAML an operator may use; an alias bomb is bounded.
+  const doc = parseDocument(text, { uniqueKeys: true, merge: true });
   if (doc.errors.length > 0) {
-    throw new ConfigError(doc.errors.map((e) => `YAML: ${e.message.split('\n')[0]}`));
+    throw new ConfigError(
+      doc.errors.map((e) => `YAML: ${(e.message.split('\n')[0] as string).replace(/:$/, '')}`),
+    );
+  }
+  let plain: unknown;
+  try {
+    plain = doc.toJS({ maxAliasCount: 1000 });
+  } catch (err) {
+    throw new ConfigError([`YAML: ${(err as Error).message}`]);
   }
   const problems: string[] = [];
   const env = options.env ?? process.env;
-  const raw = toPlain(doc.contents, [], problems, (source, kind, target, at) => {
+  const raw = withReferences(plain, [], (source, kind, target, at) => {
     if (kind === 'env' && !ENV_NAME.test(target)) {
       problems.push(`${at}: ${source} is not a valid environment variable name`);
       return undefined;
@@ -80,7 +90,9 @@ export function parseConfig(text: string, baseDir: string, options: LoadOptions 
       result.error.issues.flatMap((i) =>
         i.code === 'unrecognized_keys'
           ? i.keys.map((k) => `${formatPath([...i.path, k])}: unknown key`)
-          : [`${formatPath(i.path) || '(top level)'}: ${i.message}`],
+          : [
+              `${formatPath(i.path) || '(top level)'}: ${i.message.replace('received ConfigReference', 'received a ${env:}/${file:} reference, which may stand only for a scalar')}`,
+            ],
       ),
     );
   }
@@ -93,28 +105,26 @@ export function parseConfig(text: string, baseDir: string, options: LoadOptions 
 
 type Resolver = (source: string, kind: string, target: string, at: string) => ConfigReference | undefined;
 
-/** The YAML tree as plain values, with reference strings turned into `ConfigReference`s. */
-function toPlain(node: Node | null, at: PropertyKey[], problems: string[], resolve: Resolver): unknown {
-  if (node === null || node === undefined) return undefined;
-  if (isMap(node)) {
+/**
+ * The parsed YAML with every `${env:}` / `${file:}` string turned into a `ConfigReference`. Objects
+ * are copied key by key with `defineProperty`, so a `__proto__` key stays a key (and is refused as
+ * unknown) instead of setting a prototype.
+ */
+function withReferences(value: unknown, at: PropertyKey[], resolve: Resolver): unknown {
+  if (typeof value === 'string') {
+    const m = REFERENCE.exec(value);
+    return m ? resolve(value, m[1] as string, m[2] as string, formatPath(at)) : value;
+  }
+  if (Array.isArray(value)) return value.map((item, i) => withReferences(item, [...at, i], resolve));
+  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
     const out: Record<string, unknown> = {};
-    for (const pair of node.items) {
-      const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
-      out[key] = toPlain(pair.value as Node | null, [...at, key], problems, resolve);
+    for (const [key, child] of Object.entries(value)) {
+      const v = withReferences(child, [...at, key], resolve);
+      Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
     }
     return out;
   }
-  if (isSeq(node)) return node.items.map((item, i) => toPlain(item as Node, [...at, i], problems, resolve));
-  if (isScalar(node)) {
-    const value = node.value;
-    if (typeof value === 'string') {
-      const m = REFERENCE.exec(value);
-      if (m) return resolve(value, m[1] as string, m[2] as string, formatPath(at));
-    }
-    return value;
-  }
-  problems.push(`${formatPath(at)}: unsupported YAML node`);
-  return undefined;
+  return value;
 }
 
 function formatPath(at: readonly PropertyKey[]): string {

@@ -3,74 +3,7 @@
  * and every error names the key's path (see `load.ts`).
  */
 import { z } from 'zod';
-import { parseDuration, parseSize } from './units.js';
-
-/**
- * A `${env:NAME}` or `${file:PATH}` reference found in the YAML. `text` is the resolved value; it is
- * undefined when references are only checked for form (`check-config` without `--resolve`).
- */
-export class ConfigReference {
-  constructor(
-    readonly source: string,
-    readonly text: string | undefined,
-  ) {}
-}
-
-/**
- * A scalar leaf that may also be given by reference: the reference's text is converted by `fromText`
- * and then checked by `inner`, so `port: ${env:PORT}` is a number. An unresolved reference passes.
- */
-function leaf<T>(inner: z.ZodType<T>, fromText: (text: string) => unknown = (t) => t): z.ZodType<T> {
-  return z.unknown().transform((value, ctx) => {
-    if (value instanceof ConfigReference && value.text === undefined) return value as unknown as T;
-    const input = value instanceof ConfigReference ? fromText(value.text as string) : value;
-    const result = inner.safeParse(input);
-    if (result.success) return result.data;
-    for (const issue of result.error.issues) {
-      ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path as PropertyKey[], input });
-    }
-    return z.NEVER;
-  }) as unknown as z.ZodType<T>;
-}
-
-const asNumber = (t: string) => (/^-?\d+$/.test(t.trim()) ? Number(t.trim()) : t);
-const asBool = (t: string) => (t.trim() === 'true' ? true : t.trim() === 'false' ? false : t);
-
-const str = (min = 0) => leaf(z.string().min(min, `must not be empty`));
-const int = (min: number, max: number) => leaf(z.number().int().min(min).max(max), asNumber);
-const bool = () => leaf(z.boolean(), asBool);
-
-/** A duration in milliseconds, written `500ms`, `30s`, `10m`, `1h` or as plain seconds. */
-const duration = (max = 24 * 3_600_000) =>
-  leaf(
-    z.union([z.string(), z.number()]).transform((v, ctx) => {
-      const ms = parseDuration(v);
-      if (ms === undefined || ms > max) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `invalid duration ${JSON.stringify(v)} (e.g. 500ms, 30s, 10m, 1h)`,
-        });
-        return z.NEVER;
-      }
-      return ms;
-    }),
-  );
-
-/** A size in bytes, written as plain bytes or `64KiB`, `10MiB`, `1GiB`, `64kB`. */
-const size = (min = 1) =>
-  leaf(
-    z.union([z.string(), z.number()]).transform((v, ctx) => {
-      const bytes = parseSize(v);
-      if (bytes === undefined || bytes < min) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `invalid size ${JSON.stringify(v)} (e.g. 4096, 64KiB, 10MiB)`,
-        });
-        return z.NEVER;
-      }
-      return bytes;
-    }),
-  );
+import { asNumber, bool, duration, int, leaf, size, str } from './leaves.js';
 
 /** The permissions an identity may hold; `*` grants all. */
 export const PERMISSIONS = [
@@ -114,9 +47,10 @@ const server = z.strictObject({
   max_header_size: size(1024).default(16 * 1024),
   max_body_size: size().default(10 * 1024 * 1024),
   body_memory_threshold: size(0).default(1024 * 1024),
-  headers_timeout: duration().default(10_000),
-  body_idle_timeout: duration().default(10_000),
-  keep_alive_timeout: duration().default(5_000),
+  // A zero here would turn the slow-client protection off (or, for body_idle_timeout, refuse every upload).
+  headers_timeout: duration(24 * 3_600_000, 1).default(10_000),
+  body_idle_timeout: duration(24 * 3_600_000, 1).default(10_000),
+  keep_alive_timeout: duration(24 * 3_600_000, 1).default(5_000),
   tmp_dir: str(1).optional(),
 });
 
@@ -135,9 +69,12 @@ const schema = z
       .strictObject({
         signature: z
           .strictObject({
-            scheme: leaf(z.string().regex(/^[a-z0-9-]{1,20}$/, 'must be a lower-case word')).default(
-              'bhesignature',
-            ),
+            scheme: leaf(
+              z
+                .string()
+                .regex(/^[a-z0-9-]{1,20}$/, 'must be a lower-case word')
+                .refine((s) => s !== 'bearer', 'must not be "bearer", the JWT scheme'),
+            ).default('bhesignature'),
             max_clock_skew: duration().default(3_600_000),
             tokens: z.array(token).default([]),
           })
@@ -193,6 +130,28 @@ const schema = z
     }),
   })
   .superRefine((c, ctx) => {
+    const ids = new Map<string, number>();
+    c.auth.signature.tokens.forEach((token, i) => {
+      if (typeof token.id !== 'string') return;
+      const first = ids.get(token.id.toLowerCase());
+      if (first !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['auth', 'signature', 'tokens', i, 'id'],
+          message: `is the id of tokens[${first}] too (ids are compared case-insensitively)`,
+        });
+      }
+      ids.set(token.id.toLowerCase(), i);
+    });
+    const { server: api, admin } = c;
+    if (
+      typeof api.port === 'number' &&
+      api.port !== 0 &&
+      api.port === admin.port &&
+      api.host === admin.host
+    ) {
+      ctx.addIssue({ code: 'custom', path: ['admin', 'port'], message: 'must differ from server.port' });
+    }
     if (c.auth.jwt.jwks_url !== undefined) {
       ctx.addIssue({
         code: 'custom',

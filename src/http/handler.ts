@@ -18,11 +18,25 @@ export interface HandlerParts {
   readonly metrics: Metrics;
   /** The configuration in force (swapped on reload): its stages and whether to trust `X-Forwarded-For`. */
   current(): { readonly stages: ReadonlyArray<readonly [string, Stage]>; readonly trustProxy: boolean };
+  /** True once the gateway drains: answers then close their connection. */
+  draining(): boolean;
+}
+
+/** The `request` listener of the API server, and a way to wait for the requests it is still working on. */
+export interface RequestHandler {
+  (req: IncomingMessage, res: ServerResponse): void;
+  /** Resolves once every request taken so far has finished its work and cleaned up (temporary files). */
+  settled(): Promise<void>;
 }
 
 /** The `request` listener of the API server. */
-export function createHandler(parts: HandlerParts): (req: IncomingMessage, res: ServerResponse) => void {
-  return (req, res) => {
+export function createHandler(parts: HandlerParts): RequestHandler {
+  const working = new Set<Promise<unknown>>();
+  const track = (work: Promise<unknown>) => {
+    working.add(work);
+    void work.finally(() => working.delete(work));
+  };
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
     const rawTarget = req.url ?? '';
     const q = rawTarget.indexOf('?');
     const ctx: RequestContext = {
@@ -35,10 +49,16 @@ export function createHandler(parts: HandlerParts): (req: IncomingMessage, res: 
       log: {},
     };
     res.setHeader('RequestID', ctx.id);
+    if (parts.draining()) res.setHeader('Connection', 'close');
     const { stages, trustProxy } = parts.current();
-    res.once('close', () => finish(ctx, parts, trustProxy));
-    void run(ctx, stages);
+    res.once('close', () => track(finish(ctx, parts, trustProxy)));
+    track(run(ctx, stages));
   };
+  return Object.assign(handler, {
+    async settled() {
+      while (working.size > 0) await Promise.allSettled([...working]);
+    },
+  });
 }
 
 async function run(ctx: RequestContext, stages: ReadonlyArray<readonly [string, Stage]>): Promise<void> {
@@ -55,9 +75,10 @@ async function run(ctx: RequestContext, stages: ReadonlyArray<readonly [string, 
   }
 }
 
-function finish(ctx: RequestContext, parts: HandlerParts, trustProxy: boolean): void {
+/** Writes the request's log line and metrics, and releases its timer and body. */
+function finish(ctx: RequestContext, parts: HandlerParts, trustProxy: boolean): Promise<void> {
   ctx.deadline?.dispose();
-  void ctx.body?.dispose();
+  const disposed = ctx.body?.dispose() ?? Promise.resolve();
   const { req, res } = ctx;
   const operation = ctx.route?.operation ?? 'unmatched';
   const status = res.headersSent ? res.statusCode : 0;
@@ -85,6 +106,7 @@ function finish(ctx: RequestContext, parts: HandlerParts, trustProxy: boolean): 
     },
     'request',
   );
+  return disposed;
 }
 
 /** The client's address: the first `X-Forwarded-For` hop when a trusted proxy sets it, else the peer. */

@@ -162,3 +162,71 @@ t.test('jwks_url is refused until it is supported, rather than silently ignored'
     /auth\.jwt\.jwks_url: is not supported/,
   );
 });
+
+t.test('a value that came from a reference is never echoed in a problem', async (t) => {
+  const text = problems(
+    `auth: { signature: { max_clock_skew: "\${env:SKEW}" } }\nserver: { max_body_size: "\${env:SIZE}" }\n${BACKENDS}`,
+    { env: { SKEW: 'hunter2-secret', SIZE: 'another-secret' } },
+  ).join('\n');
+  t.match(text, /auth\.signature\.max_clock_skew: invalid duration \(the value of \$\{env:SKEW\}\)/);
+  t.match(text, /server\.max_body_size: invalid size \(the value of \$\{env:SIZE\}\)/);
+  t.notMatch(text, /hunter2|another-secret/);
+});
+
+t.test('a reference where a list or a map belongs is named as such', async (t) => {
+  const text = problems(`auth: { signature: { tokens: "\${env:T}" } }\n${BACKENDS}`, {
+    env: { T: 'x' },
+  }).join();
+  t.match(text, /auth\.signature\.tokens: .*reference, which may stand only for a scalar/);
+  t.notMatch(text, /ConfigReference/);
+});
+
+t.test('configurations that would break the gateway are refused', async (t) => {
+  const id = '5f0c3b8e-1d2a-4c7e-9b1f-0a1b2c3d4e5f';
+  const tokens = `auth: { signature: { tokens: [{ id: ${id}, key: a, subject: a }, { id: ${id.toUpperCase()}, key: b, subject: b }] } }`;
+  t.match(
+    problems(`${tokens}\n${BACKENDS}`).join(),
+    /auth\.signature\.tokens\[1\]\.id: is the id of tokens\[0\] too/,
+  );
+  t.match(
+    problems(`auth: { signature: { scheme: bearer } }\n${BACKENDS}`).join(),
+    /auth\.signature\.scheme: must not be "bearer"/,
+  );
+  for (const key of ['headers_timeout', 'body_idle_timeout', 'keep_alive_timeout']) {
+    t.match(
+      problems(`server: { ${key}: 0 }\n${BACKENDS}`).join(),
+      new RegExp(`server\\.${key}: invalid duration`),
+      key,
+    );
+  }
+  t.match(
+    problems(`server: { port: 9000 }\nadmin: { port: 9000 }\n${BACKENDS}`).join(),
+    /admin\.port: must differ/,
+  );
+  t.same(
+    problems(`server: { port: 0 }\nadmin: { port: 0 }\n${BACKENDS}`),
+    [],
+    'two "any free port" are fine',
+  );
+});
+
+t.test('merge keys and aliases resolve', async (t) => {
+  const text = `server: &s { host: 127.0.0.1 }
+admin: { <<: *s, port: 9191 }
+${BACKENDS}`;
+  const c = parseConfig(text, '/');
+  t.equal(c.admin.host, '127.0.0.1');
+  t.equal(c.admin.port, 9191);
+  t.match(
+    problems(`server: { __proto__: { port: 1 } }\n${BACKENDS}`).join(),
+    /server\.__proto__: unknown key/,
+  );
+});
+
+t.test('YAML problems name their line and column', async (t) => {
+  t.match(
+    problems(`server: { port: 1 }\nserver: { port: 2 }\n${BACKENDS}`).join(),
+    /YAML: Map keys must be unique at line 2, column 1/,
+  );
+  t.match(problems('server: { host: "unclosed }').join(), /at line 1, column \d+/);
+});

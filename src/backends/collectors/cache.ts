@@ -144,12 +144,15 @@ export function createChecksumCache(
       });
     },
 
+    /**
+     * Drains: fetches under way finish for the requests waiting on them (a reload must fail none of
+     * them; each is bounded by its waiters' deadlines), then the cache is emptied.
+     */
     async close() {
-      for (const flight of flights.values()) flight.controller.abort(new Error('checksum cache closed'));
+      await Promise.allSettled([...flights.values()].map((flight) => flight.promise));
       flights.clear();
       latest.clear();
       files.clear();
-      metrics.checksumCacheBytes.set(0);
       await inner.close();
     },
   };

@@ -4,12 +4,29 @@
  * Versions are discovered from the file names each time `latest` is resolved, so a release dropped
  * into the directory appears without a restart.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import semver from 'semver';
 import { type ChecksumFile, COLLECTOR_TYPES, type CollectorsBackend, type CollectorType } from './backend.js';
 
 const SUFFIX = '.zip.sha256';
+
+/**
+ * `createLocalCollectors` on a directory that is checked first: a configuration naming a missing
+ * folder or a file fails at start (or reload) instead of answering 404 to everything.
+ */
+export async function openLocalCollectors(dir: string): Promise<CollectorsBackend> {
+  let info: Awaited<ReturnType<typeof stat>>;
+  try {
+    info = await stat(dir);
+  } catch (err) {
+    throw new Error(`the collectors directory ${dir} cannot be read: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  if (!info.isDirectory()) throw new Error(`the collectors path ${dir} is not a directory`);
+  return createLocalCollectors(dir);
+}
 
 /** Serves checksum files from `dir`; a missing type directory means "no releases". */
 export function createLocalCollectors(dir: string): CollectorsBackend {

@@ -1,0 +1,86 @@
+/**
+ * The scalar leaves of the configuration schema: each may be written inline or given by a
+ * `${env:NAME}` / `${file:PATH}` reference, whose text is then read as the leaf's type.
+ */
+import { z } from 'zod';
+import { parseDuration, parseSize } from './units.js';
+
+/**
+ * A `${env:NAME}` or `${file:PATH}` reference found in the YAML. `text` is the resolved value; it is
+ * undefined when references are only checked for form (`check-config` without `--resolve`).
+ */
+export class ConfigReference {
+  constructor(
+    readonly source: string,
+    readonly text: string | undefined,
+  ) {}
+}
+
+/**
+ * A scalar leaf that may also be given by reference: the reference's text is converted by `fromText`
+ * and then checked by `inner`, so `port: ${env:PORT}` is a number. An unresolved reference passes.
+ */
+export function leaf<T>(inner: z.ZodType<T>, fromText: (text: string) => unknown = (t) => t): z.ZodType<T> {
+  return z.unknown().transform((value, ctx) => {
+    if (value instanceof ConfigReference && value.text === undefined) return value as unknown as T;
+    const input = value instanceof ConfigReference ? fromText(value.text as string) : value;
+    const result = inner.safeParse(input);
+    if (result.success) return result.data;
+    for (const issue of result.error.issues) {
+      // A referenced value may be a secret: the message names the reference, never the value.
+      const message =
+        value instanceof ConfigReference
+          ? hide(issue.message, value.text as string, value.source)
+          : issue.message;
+      ctx.addIssue({ code: 'custom', message, path: issue.path as PropertyKey[], input });
+    }
+    return z.NEVER;
+  }) as unknown as z.ZodType<T>;
+}
+
+/** `message` with every appearance of `secret` replaced by the name of the reference it came from. */
+function hide(message: string, secret: string, source: string): string {
+  const named = `(the value of ${source})`;
+  return secret === ''
+    ? message
+    : message.split(JSON.stringify(secret)).join(named).split(secret).join(named);
+}
+
+export const asNumber = (t: string) => (/^-?\d+$/.test(t.trim()) ? Number(t.trim()) : t);
+const asBool = (t: string) => (t.trim() === 'true' ? true : t.trim() === 'false' ? false : t);
+
+export const str = (min = 0) => leaf(z.string().min(min, `must not be empty`));
+export const int = (min: number, max: number) => leaf(z.number().int().min(min).max(max), asNumber);
+export const bool = () => leaf(z.boolean(), asBool);
+
+/** A duration in milliseconds, written `500ms`, `30s`, `10m`, `1h` or as plain seconds. */
+export const duration = (max = 24 * 3_600_000, min = 0) =>
+  leaf(
+    z.union([z.string(), z.number()]).transform((v, ctx) => {
+      const ms = parseDuration(v);
+      if (ms === undefined || ms > max || ms < min) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `invalid duration ${JSON.stringify(v)} (e.g. 500ms, 30s, 10m, 1h)`,
+        });
+        return z.NEVER;
+      }
+      return ms;
+    }),
+  );
+
+/** A size in bytes, written as plain bytes or `64KiB`, `10MiB`, `1GiB`, `64kB`. */
+export const size = (min = 1) =>
+  leaf(
+    z.union([z.string(), z.number()]).transform((v, ctx) => {
+      const bytes = parseSize(v);
+      if (bytes === undefined || bytes < min) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `invalid size ${JSON.stringify(v)} (e.g. 4096, 64KiB, 10MiB)`,
+        });
+        return z.NEVER;
+      }
+      return bytes;
+    }),
+  );

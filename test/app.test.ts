@@ -1,0 +1,62 @@
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { stringify } from 'yaml';
+import { createApp } from '../src/app.js';
+import { loadConfigFile } from '../src/config/load.js';
+import { baseConfig, copySampleData, merge, signed, startGateway } from './helpers/gateway.js';
+
+function configIn(dir: string, over: Record<string, unknown>) {
+  const file = path.join(dir, 'gateway.yaml');
+  writeFileSync(file, stringify(merge(baseConfig(), over)));
+  return loadConfigFile(file);
+}
+
+t.test('the gateway does not start on a collectors path that is missing or not a folder', async (t) => {
+  const dir = copySampleData();
+  await t.rejects(
+    createApp(configIn(dir, { backends: { collectors: { type: 'local', path: 'nowhere' } } })),
+    /collectors directory .*nowhere cannot be read/,
+  );
+  await t.rejects(
+    createApp(configIn(dir, { backends: { collectors: { type: 'local', path: 'asset-group-tags.json' } } })),
+    /is not a directory/,
+  );
+});
+
+t.test('the gateway does not start on a tmp_dir it cannot write', async (t) => {
+  const dir = copySampleData();
+  await t.rejects(createApp(configIn(dir, { server: { tmp_dir: '/no/such/folder' } })), /server\.tmp_dir/);
+});
+
+t.test('a stop cuts a stalled upload after the grace, logs it and leaves no temporary file', async (t) => {
+  const spool = mkdtempSync(path.join(tmpdir(), 'gateway-spool-'));
+  const gw = await startGateway({
+    server: { shutdown_grace: '300ms', tmp_dir: spool, body_memory_threshold: 1024 },
+  });
+  const target = '/api/v2/sso-providers/1';
+  const body = Buffer.alloc(64 * 1024, 'x');
+  const req = httpRequest({
+    host: '127.0.0.1',
+    port: gw.port,
+    method: 'PATCH',
+    path: target,
+    headers: {
+      ...signed({ method: 'PATCH', target, body }),
+      'Content-Type': 'multipart/form-data; boundary=b',
+      'Content-Length': String(body.length),
+    },
+  });
+  req.on('error', () => undefined);
+  req.write(body.subarray(0, 16 * 1024));
+  for (let i = 0; i < 50 && readdirSync(spool).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  t.equal(readdirSync(spool).length, 1, 'the body is being spooled');
+  await gw.close();
+  t.same(readdirSync(spool), [], 'no temporary file is left');
+  const line = gw.logs.find((l) => l.msg === 'request' && l.operation === 'UpdateSSOProvider');
+  t.ok(line, 'the cut request has its log line');
+  t.equal(line?.status, 0);
+  req.destroy();
+});
