@@ -31,10 +31,15 @@ export interface RequestHandler {
 
 /** The `request` listener of the API server. */
 export function createHandler(parts: HandlerParts): RequestHandler {
-  const working = new Set<Promise<unknown>>();
+  const working = new Set<Promise<void>>();
   const track = (work: Promise<unknown>) => {
-    working.add(work);
-    void work.finally(() => working.delete(work));
+    // Never rejects: a failed clean-up is not a reason to crash, only to stop waiting for it.
+    const done = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    working.add(done);
+    void done.then(() => working.delete(done));
   };
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const rawTarget = req.url ?? '';
