@@ -60,7 +60,6 @@ export const errors = {
     new GatewayError(413, 'body', `request body is larger than the limit of ${limit} bytes`),
   bodyAborted: () => new GatewayError(400, 'body', 'request body was not received completely'),
   internal: () => new GatewayError(500, 'server', 'an internal error occurred'),
-  unavailable: (context: string) => new GatewayError(503, context, 'service unavailable'),
 
   // Prefer and the deadline
   preferInvalid: (value: string) =>

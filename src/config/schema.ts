@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { asNumber, bool, duration, int, leaf, size, str } from './leaves.js';
 
 /** The permissions an identity may hold; `*` grants all. */
-export const PERMISSIONS = [
+const PERMISSIONS = [
   'collectors:read',
   'sso_providers:write',
   'asset_group_tags:read',

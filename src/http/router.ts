@@ -44,7 +44,7 @@ const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
 const FORBIDDEN = /\/\/|\\|%2f|%5c/i;
 
 /** The path of a raw target (without the query). Throws 400 for a target that is not a safe origin-form path. */
-export function checkTarget(rawTarget: string): string {
+function checkTarget(rawTarget: string): string {
   if (!rawTarget.startsWith('/')) throw errors.badTarget('must be a path starting with "/"');
   const q = rawTarget.indexOf('?');
   const path = q === -1 ? rawTarget : rawTarget.slice(0, q);
@@ -59,7 +59,7 @@ export function checkTarget(rawTarget: string): string {
  * The route for `method` and `path` (already checked by `checkTarget`). Throws 404 for an unknown
  * path and 405 (with `Allow`) for a known path with another method.
  */
-export function route(method: string, path: string): Route {
+function route(method: string, path: string): Route {
   const segments = path.slice(1).split('/');
   for (const spec of SPECS) {
     const params = match(spec.segments, segments);
