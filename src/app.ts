@@ -45,7 +45,6 @@ interface Runtime {
   readonly config: Config;
   readonly backends: Backends;
   readonly stages: ReadonlyArray<readonly [string, Stage]>;
-  readonly trustProxy: boolean;
 }
 
 async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): Promise<Runtime> {
@@ -73,7 +72,7 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
       GetAssetGroupTagMember: createAssetGroupTagMember({ backend: backends.assetGroupTags }),
     },
   });
-  return { config, backends, stages, trustProxy: config.server.trust_proxy };
+  return { config, backends, stages };
 }
 
 /** Builds the gateway for `config`. Throws when a backend cannot start (e.g. a malformed data file). */

@@ -2,17 +2,17 @@
  * The process edge: read the configuration, start the gateway, reload on SIGHUP, drain on SIGTERM and
  * SIGINT. Nothing else happens here.
  */
-import { createApp } from './app.js';
+import { type App, createApp } from './app.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
 
 /** Starts the gateway with the configuration file `file`; resolves with the exit code once stopped. */
 export async function runGateway(file: string): Promise<number> {
-  let app: Awaited<ReturnType<typeof createApp>>;
+  let app: App;
   try {
     app = await createApp(loadConfigFile(file));
     await app.listen();
   } catch (err) {
-    process.stderr.write(`gateway: ${err instanceof ConfigError ? err.message : (err as Error).message}\n`);
+    process.stderr.write(`gateway: ${(err as Error).message}\n`);
     return 1;
   }
   const { logger } = app;

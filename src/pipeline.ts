@@ -7,7 +7,7 @@ import { authorize } from './auth/authorize.js';
 import type { Config } from './config/schema.js';
 import type { RequestContext } from './http/context.js';
 import { preferredWait, startDeadline } from './http/deadline.js';
-import { rejectDuplicates, singleHeader } from './http/headers.js';
+import { singleHeader } from './http/headers.js';
 import { type OperationId, routeRequest } from './http/router.js';
 import type { Operation } from './operations/operation.js';
 
@@ -29,7 +29,7 @@ export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [na
       'route',
       (ctx) => {
         try {
-          ctx.route = routeRequest(ctx.req, ctx.rawTarget);
+          ctx.route = routeRequest(ctx.req, ctx.path);
         } catch (err) {
           // Every response says which wait applied, a refusal before the Prefer stage too.
           appliedWaitOnRefusal(ctx, prefer);
@@ -46,13 +46,7 @@ export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [na
       },
     ],
     // 401 / 400, the body read under its limit (413) and verified; writes identity and body.
-    [
-      'authenticate',
-      (ctx) => {
-        rejectDuplicates(ctx.req, ['Authorization', 'RequestDate', 'Signature']);
-        return authenticate(ctx);
-      },
-    ],
+    ['authenticate', authenticate],
     // 403 without the operation's permission.
     ['authorize', (ctx) => authorize(ctx, operationOf(ctx, operations).permission)],
     // path parameters (400) → existence (404) → body validation (400/413) → the backend.

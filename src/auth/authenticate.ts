@@ -7,7 +7,10 @@
 import type { Config, TokenConfig } from '../config/schema.js';
 import { errors, GatewayError } from '../errors.js';
 import { type BodyOptions, checkDeclaredLength, type HeldBody, readBody } from '../http/body.js';
+import type { IncomingMessage } from 'node:http';
 import type { RequestContext } from '../http/context.js';
+import { deadlineOf } from '../http/deadline.js';
+import { singleHeader } from '../http/headers.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Identity } from './identity.js';
 import { createJwtVerifier } from './jwt.js';
@@ -15,6 +18,7 @@ import {
   checkClockSkew,
   parseRequestDate,
   parseSignature,
+  canonicalTokenId,
   requestDateOffset,
   SignatureDigest,
   signaturesEqual,
@@ -37,22 +41,6 @@ interface KnownToken {
   readonly identity: Identity;
 }
 
-/**
- * The token id forms the reference's UUID parser reads: canonical, 32 hex digits, either of them in
- * braces or after `urn:uuid:`. Group 1 or 2 holds the hex digits.
- */
-const UUID =
-  /^(?:urn:uuid:|\{(?=.*\}$))?(?:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})|([0-9a-f]{32}))\}?$/i;
-
-/** The canonical lower-case form of a token id, or undefined when it is not a UUID. */
-function canonicalTokenId(value: string): string | undefined {
-  const m = UUID.exec(value);
-  if (!m || (value.endsWith('}') && !value.startsWith('{'))) return undefined;
-  const hex = (m[1] ?? (m[2] as string)).replace(/-/g, '').toLowerCase();
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-const NEVER = new AbortController().signal;
-
 /** The authenticate stage for one configuration; writes `ctx.identity` and `ctx.body`. */
 export function createAuthenticate(deps: AuthenticateDeps): (ctx: RequestContext) => Promise<void> {
   const now = deps.now ?? Date.now;
@@ -70,7 +58,7 @@ export function createAuthenticate(deps: AuthenticateDeps): (ctx: RequestContext
       memoryThreshold: server.body_memory_threshold,
       tmpDir: deps.tmpDir,
       idleTimeout: server.body_idle_timeout,
-      signal: ctx.deadline?.signal ?? NEVER,
+      signal: deadlineOf(ctx),
       ...(onChunk ? { onChunk } : {}),
     };
   };
@@ -93,17 +81,17 @@ export function createAuthenticate(deps: AuthenticateDeps): (ctx: RequestContext
     }
   };
 
-  const signed = async (ctx: RequestContext, tokenId: string): Promise<void> => {
+  const signed = async (ctx: RequestContext, tokenId: string, headers: AuthHeaders): Promise<void> => {
     const canonicalId = canonicalTokenId(tokenId);
     if (canonicalId === undefined) {
       return refuse(ctx, 'signature', 'malformed_token_id', errors.tokenIdMalformed());
     }
     // The id is public (a user name, not a secret): log the one claimed, known or not.
     ctx.log.token_id = canonicalId;
-    const date = single(ctx.req.headers.requestdate);
+    const date = headers.requestDate;
     if (date === undefined) return refuse(ctx, 'signature', 'no_date', errors.noRequestDate());
     const clientTime = check(ctx, 'malformed_date', () => parseRequestDate(date));
-    const header = single(ctx.req.headers.signature);
+    const header = headers.signature;
     if (header === undefined) return refuse(ctx, 'signature', 'no_signature', errors.noSignature());
     const given = check(ctx, 'malformed_signature', () => parseSignature(header));
     const token = tokens.get(canonicalId);
@@ -139,14 +127,15 @@ export function createAuthenticate(deps: AuthenticateDeps): (ctx: RequestContext
 
   return async (ctx: RequestContext): Promise<void> => {
     checkDeclaredLength(ctx.req, server.max_body_size);
-    const authorization = single(ctx.req.headers.authorization);
+    const headers = authHeaders(ctx.req);
+    const { authorization } = headers;
     if (authorization === undefined) return refuse(ctx, 'none', 'missing', errors.notAuthenticated());
     const parts = authorization.split(' ');
     if (parts.length !== 2) return refuse(ctx, 'none', 'malformed_header', errors.authTwoComponents());
     const [word = '', credential = ''] = parts;
     const scheme = word.toLowerCase();
     if (scheme === 'bearer') return bearer(ctx, credential);
-    if (scheme === signatureScheme) return signed(ctx, credential);
+    if (scheme === signatureScheme) return signed(ctx, credential, headers);
     return refuse(ctx, 'none', 'unknown_scheme', errors.authUnknownScheme(scheme));
   };
 }
@@ -180,8 +169,21 @@ function accept(ctx: RequestContext, identity: Identity): void {
   ctx.log.subject = identity.subject;
 }
 
-/** A header's value when present and not empty (duplicates were refused by an earlier stage). */
-function single(value: string | string[] | undefined): string | undefined {
-  const v = Array.isArray(value) ? value[0] : value;
-  return v === undefined || v === '' ? undefined : v;
+interface AuthHeaders {
+  readonly authorization: string | undefined;
+  readonly requestDate: string | undefined;
+  readonly signature: string | undefined;
+}
+
+/**
+ * The three authentication headers, each read once from the raw list (400 when one is repeated:
+ * Node would keep only the first `Authorization`); an empty value counts as absent.
+ */
+function authHeaders(req: IncomingMessage): AuthHeaders {
+  const present = (name: string) => singleHeader(req, name) || undefined;
+  return {
+    authorization: present('Authorization'),
+    requestDate: present('RequestDate'),
+    signature: present('Signature'),
+  };
 }

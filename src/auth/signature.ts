@@ -56,6 +56,21 @@ export function computeSignature(
   return digest.digest().toString('base64');
 }
 
+/**
+ * The token id forms the reference's UUID parser reads: canonical, 32 hex digits, either of them in
+ * braces or after `urn:uuid:`. Group 1 or 2 holds the hex digits.
+ */
+const UUID =
+  /^(?:urn:uuid:|\{(?=.*\}$))?(?:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})|([0-9a-f]{32}))\}?$/i;
+
+/** The canonical lower-case form of a token id, or undefined when it is not a UUID. */
+export function canonicalTokenId(value: string): string | undefined {
+  const m = UUID.exec(value);
+  if (!m || (value.endsWith('}') && !value.startsWith('{'))) return undefined;
+  const hex = (m[1] ?? (m[2] as string)).replace(/-/g, '').toLowerCase();
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
 // RFC 3339 §5.6 date-time; `T` and `Z` may be lower case (its note), the zone is required.
 const DATE_TIME =
   /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { computeSignature, parseRequestDate, rfc3339 } from '../auth/signature.js';
+import { canonicalTokenId, computeSignature, parseRequestDate, rfc3339 } from '../auth/signature.js';
 
 /** Where the command writes, and the environment it reads `GATEWAY_TOKEN_KEY` from. */
 export interface SignIo {
@@ -39,7 +39,6 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/; // an HTTP method or scheme word (RFC 9110 token)
 
 /** A mistake in the command line: its message goes to stderr with the usage, exit 2. */
@@ -54,7 +53,7 @@ export async function runSign(argv: string[], io: SignIo): Promise<number> {
       return 0;
     }
     const tokenId = required(values['token-id'], '--token-id');
-    if (!UUID.test(tokenId)) throw new UsageError('--token-id must be a UUID');
+    if (canonicalTokenId(tokenId) === undefined) throw new UsageError('--token-id must be a UUID');
     const method = required(values.method, '--method');
     if (!TOKEN.test(method)) throw new UsageError('--method must be an HTTP method such as GET or PATCH');
     const uri = required(values.uri, '--uri');

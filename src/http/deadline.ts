@@ -9,8 +9,6 @@ export interface Deadline {
   readonly signal: AbortSignal;
   /** What `Preference-Applied` says: `wait=<seconds>` or `wait=-1`. */
   readonly applied: string;
-  /** `Date.now()` at which the deadline fires; undefined on a bypass. */
-  readonly expiresAt: number | undefined;
   /** Stops the timer; called when the response is finished. */
   dispose(): void;
 }
@@ -26,6 +24,11 @@ export interface PreferPolicy {
 
 const PREFER = /^wait=(-1|[0-9]+)$/;
 const NEVER = new AbortController().signal;
+
+/** The signal of a request's deadline: what every body read and backend call is given. */
+export function deadlineOf(ctx: { readonly deadline?: Deadline }): AbortSignal {
+  return ctx.deadline?.signal ?? NEVER;
+}
 
 /**
  * The seconds of the deadline `header` asks for under `policy` (undefined when absent), or -1 for a
@@ -49,14 +52,13 @@ export function preferredWait(header: string | undefined, policy: PreferPolicy):
 /** The deadline for a request whose `Prefer` header is `header`; throws as `preferredWait` does. */
 export function startDeadline(header: string | undefined, policy: PreferPolicy): Deadline {
   const seconds = preferredWait(header, policy);
-  if (seconds === -1) return { signal: NEVER, applied: 'wait=-1', expiresAt: undefined, dispose() {} };
+  if (seconds === -1) return { signal: NEVER, applied: 'wait=-1', dispose() {} };
   const controller = new AbortController();
   const ms = seconds * 1000;
   const timer = setTimeout(() => controller.abort(errors.deadline()), ms);
   return {
     signal: controller.signal,
     applied: `wait=${seconds}`,
-    expiresAt: Date.now() + ms,
     dispose: () => clearTimeout(timer),
   };
 }

@@ -1,12 +1,12 @@
 /**
  * The one place an error becomes bytes: the API's error envelope, on every error the gateway writes.
  */
-import type { ServerResponse } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { errors, GatewayError } from '../errors.js';
 
 /** The envelope's JSON text for `err` on request `requestId`. */
-export function envelope(err: GatewayError, requestId: string): string {
+function envelope(err: GatewayError, requestId: string): string {
   return JSON.stringify({
     http_status: err.status,
     timestamp: new Date().toISOString(),
@@ -46,13 +46,6 @@ export function writeError(res: ServerResponse, requestId: string, err: GatewayE
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }
 
-const REASONS: Record<number, string> = {
-  400: 'Bad Request',
-  408: 'Request Timeout',
-  413: 'Payload Too Large',
-  431: 'Request Header Fields Too Large',
-};
-
 /**
  * Answers on a raw socket when Node's HTTP parser refused the request (`clientError`): there is no
  * response object then, so the status line and headers are written by hand, and the socket closed.
@@ -64,7 +57,7 @@ export function writeSocketError(socket: Socket, requestId: string, err: Gateway
   }
   const body = envelope(err, requestId);
   socket.end(
-    `HTTP/1.1 ${err.status} ${REASONS[err.status] ?? 'Error'}\r\n` +
+    `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\n` +
       'Content-Type: application/json; charset=utf-8\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       `RequestID: ${requestId}\r\n` +

@@ -8,7 +8,7 @@ import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { errors, type GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
-import type { Metrics } from '../observability/metrics.js';
+import { type Metrics, statusClass } from '../observability/metrics.js';
 import { writeSocketError } from './envelope.js';
 
 const GONE = new Set(['ECONNRESET', 'EPIPE', 'HPE_INVALID_EOF_STATE']);
@@ -21,7 +21,7 @@ export function answerFramingErrors(server: Server, deps: { logger: Logger; metr
     deps.metrics.requests.inc({
       operation: 'unmatched',
       method: 'OTHER',
-      status_class: `${Math.floor(error.status / 100)}xx`,
+      status_class: statusClass(error.status),
     });
     deps.logger.info(
       { request_id: requestId, operation: 'unmatched', status: error.status, reason },

@@ -5,8 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import type { Config } from '../config/schema.js';
 import type { Logger } from '../observability/logger.js';
-import type { Metrics } from '../observability/metrics.js';
+import { type Metrics, statusClass } from '../observability/metrics.js';
 import type { Stage } from '../pipeline.js';
 import type { RequestContext } from './context.js';
 import { toGatewayError, writeError } from './envelope.js';
@@ -16,8 +17,8 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
 export interface HandlerParts {
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** The configuration in force (swapped on reload): its stages and whether to trust `X-Forwarded-For`. */
-  current(): { readonly stages: ReadonlyArray<readonly [string, Stage]>; readonly trustProxy: boolean };
+  /** The configuration in force (swapped on reload) and its stages. */
+  current(): { readonly stages: ReadonlyArray<readonly [string, Stage]>; readonly config: Config };
   /** True once the gateway drains: answers then close their connection. */
   draining(): boolean;
 }
@@ -55,8 +56,8 @@ export function createHandler(parts: HandlerParts): RequestHandler {
     };
     res.setHeader('RequestID', ctx.id);
     if (parts.draining()) res.setHeader('Connection', 'close');
-    const { stages, trustProxy } = parts.current();
-    res.once('close', () => track(finish(ctx, parts, trustProxy)));
+    const { stages, config } = parts.current();
+    res.once('close', () => track(finish(ctx, parts, config.server.trust_proxy)));
     track(run(ctx, stages));
   };
   return Object.assign(handler, {
@@ -92,7 +93,7 @@ function finish(ctx: RequestContext, parts: HandlerParts, trustProxy: boolean): 
   parts.metrics.requests.inc({
     operation,
     method,
-    status_class: status ? `${Math.floor(status / 100)}xx` : 'aborted',
+    status_class: statusClass(status),
   });
   parts.metrics.requestDuration.observe({ operation }, seconds);
   if (status === 504) parts.metrics.deadlineExceeded.inc({ operation });

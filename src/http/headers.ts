@@ -1,6 +1,6 @@
 /**
- * Headers that must appear at most once. Node keeps only the first `Authorization` and joins other
- * repeats, so duplicates are found in the raw header list.
+ * Headers that must appear at most once (`Prefer` and the authentication headers). Node keeps only
+ * the first `Authorization` and joins other repeats, so duplicates are found in the raw header list.
  */
 import type { IncomingMessage } from 'node:http';
 import { errors } from '../errors.js';
@@ -17,9 +17,4 @@ export function singleHeader(req: IncomingMessage, name: string): string | undef
     }
   }
   return value;
-}
-
-/** 400 when any of `names` is sent more than once. */
-export function rejectDuplicates(req: IncomingMessage, names: readonly string[]): void {
-  for (const name of names) singleHeader(req, name);
 }

@@ -43,24 +43,25 @@ const SPECS: readonly RouteSpec[] = [
 const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
 const FORBIDDEN = /\/\/|\\|%2f|%5c/i;
 
-/** The path of a raw target (without the query). Throws 400 for a target that is not a safe origin-form path. */
-function checkTarget(rawTarget: string): string {
-  if (!rawTarget.startsWith('/')) throw errors.badTarget('must be a path starting with "/"');
-  const q = rawTarget.indexOf('?');
-  const path = q === -1 ? rawTarget : rawTarget.slice(0, q);
+/**
+ * The path's segments; 400 for a target that is not a safe origin-form path (`path` is the raw
+ * target without its query).
+ */
+function checkTarget(path: string): string[] {
+  if (!path.startsWith('/')) throw errors.badTarget('must be a path starting with "/"');
   if (FORBIDDEN.test(path)) throw errors.badTarget('must not contain "//", "\\" or an encoded slash');
-  for (const segment of path.split('/')) {
+  const segments = path.slice(1).split('/');
+  for (const segment of segments) {
     if (DOT_SEGMENT.test(segment)) throw errors.badTarget('must not contain a dot segment');
   }
-  return path;
+  return segments;
 }
 
 /**
- * The route for `method` and `path` (already checked by `checkTarget`). Throws 404 for an unknown
- * path and 405 (with `Allow`) for a known path with another method.
+ * The route for `method` and the path `segments` (checked by `checkTarget`). Throws 404 for an
+ * unknown path and 405 (with `Allow`) for a known path with another method.
  */
-function route(method: string, path: string): Route {
-  const segments = path.slice(1).split('/');
+function route(method: string, segments: readonly string[]): Route {
   for (const spec of SPECS) {
     const params = match(spec.segments, segments);
     if (!params) continue;
@@ -96,12 +97,12 @@ function decode(segment: string): string {
 }
 
 /**
- * The route of a request, from its raw target: 400 for a missing HTTP/1.1 `Host` or an unsafe target,
+ * The route of a request, from its raw path (the target without its query): 400 for a missing HTTP/1.1 `Host` or an unsafe target,
  * 404 / 405 by `route`, then 417 for an `Expect` other than 100-continue (which Node leaves to us).
  */
-export function routeRequest(req: IncomingMessage, rawTarget: string): Route {
+export function routeRequest(req: IncomingMessage, path: string): Route {
   if (req.headers.host === undefined && req.httpVersion === '1.1') throw errors.missingHost();
-  const matched = route(req.method ?? '', checkTarget(rawTarget));
+  const matched = route(req.method ?? '', checkTarget(path));
   const expect = req.headers.expect;
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') throw errors.expectationFailed();
   return matched;

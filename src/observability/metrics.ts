@@ -83,3 +83,8 @@ export function createMetrics() {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** The `status_class` label of a status: `2xx` … `5xx`, or `aborted` when no answer was sent (0). */
+export function statusClass(status: number): string {
+  return status === 0 ? 'aborted' : `${Math.floor(status / 100)}xx`;
+}

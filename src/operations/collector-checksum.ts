@@ -11,6 +11,7 @@ import {
 } from '../backends/collectors/backend.js';
 import { errors } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
+import { deadlineOf } from '../http/deadline.js';
 import { sendBytes, sendEmpty } from '../http/respond.js';
 import type { Operation } from './operation.js';
 
@@ -25,11 +26,10 @@ export function createCollectorChecksum(deps: { backend: CollectorsBackend }): O
     id: 'GetCollectorChecksum',
     permission: 'collectors:read',
     async handle(ctx: RequestContext): Promise<void> {
-      if (ctx.route === undefined || ctx.deadline === undefined)
-        throw new Error('route or deadline stage did not run');
-      const type = collectorType(ctx.route.params.collector_type ?? '');
-      const release = releaseTag(ctx.route.params.release_tag ?? '');
-      const file = await deps.backend.getChecksum(type, release, ctx.deadline.signal);
+      const params = ctx.route?.params ?? {};
+      const type = collectorType(params.collector_type ?? '');
+      const release = releaseTag(params.release_tag ?? '');
+      const file = await deps.backend.getChecksum(type, release, deadlineOf(ctx));
       if (file === undefined) throw errors.notFound('path:release_tag');
 
       const tag = etag(file.bytes);

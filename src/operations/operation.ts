@@ -10,7 +10,7 @@ export interface Operation {
   /**
    * Runs the operation's own stages in the contract's order: path parameters (400) → existence (404)
    * → body validation (400/413) → the backend call, and writes the response. Errors are thrown as
-   * `GatewayError`s; `ctx.deadline.signal` goes to every backend call.
+   * `GatewayError`s; `deadlineOf(ctx)` goes to every backend call.
    */
   handle(ctx: RequestContext): Promise<void>;
 }

@@ -16,6 +16,7 @@ import type {
 import type { Config } from '../config/schema.js';
 import { errors } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
+import { deadlineOf } from '../http/deadline.js';
 import { sendJson } from '../http/respond.js';
 import type { Logger } from '../observability/logger.js';
 import { type FormPart, type PartKind, readForm } from '../validate/form.js';
@@ -41,7 +42,6 @@ const INTEGER = /^[+-]?[0-9]+$/;
 const MAX_INT32 = 2_147_483_647;
 const INT64_MAX = 9_223_372_036_854_775_807n;
 const MAX_NAME = 255;
-const NEVER = new AbortController().signal;
 
 /** The operation on `backend`, with the form limits of the configuration. */
 export function createSsoProviderUpdate(deps: {
@@ -54,7 +54,7 @@ export function createSsoProviderUpdate(deps: {
     id: 'UpdateSSOProvider',
     permission: 'sso_providers:write',
     async handle(ctx: RequestContext) {
-      const signal = ctx.deadline?.signal ?? NEVER;
+      const signal = deadlineOf(ctx);
       const id = parseId(ctx.route?.params.sso_provider_id, 'sso_provider_id');
       if (!(await backend.get(id, signal))) throw errors.notFound('path:sso_provider_id');
 

@@ -414,9 +414,11 @@ backends:
     t.testdir(),
   );
   const authenticate = createAuthenticate({ ...config, metrics: createMetrics(), tmpDir: t.testdir() });
+  const authorization = `Bearer ${await jwt({ sub: 'carol' })}`;
   const req = Object.assign(Readable.from([Buffer.from('abc')]), {
     method: 'PATCH',
-    headers: { authorization: `Bearer ${await jwt({ sub: 'carol' })}` },
+    headers: { authorization },
+    rawHeaders: ['Authorization', authorization],
   });
   const ctx = { req, res: { closed: true }, rawTarget: PATCH, path: PATCH, log: {} } as never as Parameters<
     typeof authenticate

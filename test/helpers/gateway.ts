@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { type App, createApp } from '../../src/app.js';
-import { computeSignature } from '../../src/auth/signature.js';
+import { computeSignature, rfc3339 } from '../../src/auth/signature.js';
 import { loadConfigFile } from '../../src/config/load.js';
 
 export interface Tok {
@@ -132,7 +132,7 @@ export async function startGateway(overrides: Record<string, unknown> = {}): Pro
 
 /** `RequestDate` for now: RFC 3339, UTC, second precision. */
 export function nowDate(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return rfc3339(Date.now());
 }
 
 /** The three signed-request headers for a request. */
