@@ -44,6 +44,10 @@ export interface AppOptions {
 interface Runtime {
   readonly config: Config;
   readonly backends: Backends;
+  /** Backends reachable and key sources loaded. */
+  ready(): boolean;
+  /** Stops what this configuration runs (backends, key refreshes). */
+  close(): Promise<void>;
   readonly stages: ReadonlyArray<readonly [string, Stage]>;
 }
 
@@ -52,7 +56,7 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
   await access(tmpDir, constants.W_OK).catch((err: Error) => {
     throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
   });
-  const backends = await createBackends(config, { metrics });
+  const backends = await createBackends(config, { metrics, logger });
   const authenticate = createAuthenticate({
     auth: config.auth,
     server: config.server,
@@ -72,7 +76,16 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
       GetAssetGroupTagMember: createAssetGroupTagMember({ backend: backends.assetGroupTags }),
     },
   });
-  return { config, backends, stages };
+  return {
+    config,
+    backends,
+    stages,
+    ready: () => authenticate.ready() && backends.ready(),
+    async close() {
+      authenticate.close();
+      await backends.close();
+    },
+  };
 }
 
 /** Builds the gateway for `config`. Throws when a backend cannot start (e.g. a malformed data file). */
@@ -106,7 +119,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   // own switch, false by default, read by its HTTP server on the client's FIN).
   (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   answerFramingErrors(server, { logger, metrics });
-  const admin = createServer(createAdminHandler(metrics, () => !draining));
+  const admin = createServer(createAdminHandler(metrics, () => !draining && runtime.ready()));
 
   return {
     logger,
@@ -134,7 +147,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       server.headersTimeout = next.server.headers_timeout;
       server.keepAliveTimeout = next.server.keep_alive_timeout;
       logger.info('configuration reloaded');
-      await old.backends.close();
+      await old.close();
     },
     async close() {
       draining = true;
@@ -151,7 +164,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       await Promise.race([handler.settled(), delay(SETTLE_AFTER_CLOSE)]);
       await new Promise<void>((resolve) => admin.close(() => resolve()));
       admin.closeAllConnections();
-      await runtime.backends.close();
+      await runtime.close();
       logger.info('stopped');
     },
   };

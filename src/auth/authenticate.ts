@@ -42,7 +42,16 @@ interface KnownToken {
 }
 
 /** The authenticate stage for one configuration; writes `ctx.identity` and `ctx.body`. */
-export function createAuthenticate(deps: AuthenticateDeps): (ctx: RequestContext) => Promise<void> {
+/** The authenticate stage, with the readiness of its key sources and a way to stop their timers. */
+export interface Authenticator {
+  (ctx: RequestContext): Promise<void>;
+  /** False until every configured key source (a JWKS) has loaded its keys. */
+  ready(): boolean;
+  /** Stops background work (key refreshes). */
+  close(): void;
+}
+
+export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const now = deps.now ?? Date.now;
   const { server, metrics } = deps;
   const signatureScheme = deps.auth.signature.scheme.toLowerCase();
@@ -125,7 +134,7 @@ export function createAuthenticate(deps: AuthenticateDeps): (ctx: RequestContext
     await hold(ctx, body);
   };
 
-  return async (ctx: RequestContext): Promise<void> => {
+  const stage = async (ctx: RequestContext): Promise<void> => {
     checkDeclaredLength(ctx.req, server.max_body_size);
     const headers = authHeaders(ctx.req);
     const { authorization } = headers;
@@ -138,6 +147,7 @@ export function createAuthenticate(deps: AuthenticateDeps): (ctx: RequestContext
     if (scheme === signatureScheme) return signed(ctx, credential, headers);
     return refuse(ctx, 'none', 'unknown_scheme', errors.authUnknownScheme(scheme));
   };
+  return Object.assign(stage, { ready: () => jwt.ready(), close: () => jwt.close() });
 }
 
 /** A configured token, prepared once per configuration. */

@@ -26,6 +26,10 @@ export type JwtFailure =
 export interface JwtVerifier {
   /** The identity a valid token carries; throws the catalogue's 401 with a reason code otherwise. */
   verify(token: string): Promise<Identity>;
+  /** False until every key source has its keys (a JWKS loaded at least once). */
+  ready(): boolean;
+  /** Stops background refreshes. */
+  close(): void;
 }
 
 /**
@@ -68,6 +72,8 @@ export function createJwtVerifier(config: JwtConfig, options: { now?: () => numb
         permissions: permissionsOf(payload[config.permissions_claim], defaults),
       };
     },
+    ready: () => true,
+    close: () => undefined,
   };
 }
 

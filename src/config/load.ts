@@ -98,7 +98,7 @@ export function parseConfig(text: string, baseDir: string, options: LoadOptions 
   }
   const config = result.data;
   for (const backend of Object.values(config.backends)) {
-    if (typeof backend.path === 'string') backend.path = path.resolve(baseDir, backend.path);
+    if (backend.type === 'local') backend.path = path.resolve(baseDir, backend.path);
   }
   return deepFreeze(config);
 }

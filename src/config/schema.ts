@@ -27,10 +27,62 @@ const token = z.strictObject({
 });
 
 const localBackend = z.strictObject({
-  type: leaf(
-    z.literal('local', { error: 'backend type must be "local" (other types are not available yet)' }),
-  ),
+  type: z.literal('local'),
   path: str(1),
+});
+
+/** How the gateway authenticates its own requests to an upstream (contract §5). */
+const upstreamAuth = z.discriminatedUnion(
+  'type',
+  [
+    z.strictObject({
+      type: z.literal('signature'),
+      token_id: leaf(z.string().regex(UUID, 'must be a UUID')),
+      token_key: str(1),
+      scheme: leaf(z.string().regex(/^[a-z0-9-]{1,20}$/, 'must be a lower-case word')).default(
+        'bhesignature',
+      ),
+    }),
+    z.strictObject({ type: z.literal('bearer'), token: str(1) }),
+    z.strictObject({ type: z.literal('client') }),
+  ],
+  { error: 'type must be "signature", "bearer" or "client"' },
+);
+
+const httpUrl = leaf(
+  z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).refine((u) => {
+    const url = new URL(u);
+    return url.search === '' && url.hash === '' && url.username === '' && url.password === '';
+  }, 'must not carry a query, a fragment or credentials'),
+);
+
+/** An upstream service speaking this API; also the shape of `passthrough`. */
+const upstreamFields = {
+  url: httpUrl,
+  auth: upstreamAuth,
+  connect_timeout: duration(3_600_000, 1).default(5_000),
+  headers_timeout: duration(24 * 3_600_000, 1).default(30_000),
+  body_timeout: duration(24 * 3_600_000, 1).default(30_000),
+  connections: int(1, 10_000).default(64),
+  max_response_size: size().default(16 * 1024 * 1024),
+};
+const upstreamBackend = z.strictObject({ type: z.literal('upstream'), ...upstreamFields });
+
+const postgresBackend = z.strictObject({
+  type: z.literal('postgres'),
+  url: leaf(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')),
+  pool_size: int(1, 1000).default(10),
+  statement_timeout: duration(24 * 3_600_000, 1).default(30_000),
+  connect_timeout: duration(3_600_000, 1).default(5_000),
+  migrate: bool().default(true),
+});
+
+const BACKEND_TYPES = 'must be "local", "upstream" or "postgres"';
+const collectorsBackend = z.discriminatedUnion('type', [localBackend, upstreamBackend], {
+  error: 'type must be "local" or "upstream"',
+});
+const storeBackend = z.discriminatedUnion('type', [localBackend, upstreamBackend, postgresBackend], {
+  error: `type ${BACKEND_TYPES}`,
 });
 
 const server = z.strictObject({
@@ -124,10 +176,12 @@ const schema = z
       })
       .prefault({}),
     backends: z.strictObject({
-      collectors: localBackend,
-      sso_providers: localBackend,
-      asset_group_tags: localBackend,
+      collectors: collectorsBackend,
+      sso_providers: storeBackend,
+      asset_group_tags: storeBackend,
     }),
+    /** Every other authenticated /api/v2 request, forwarded to the service (contract §5). */
+    passthrough: z.strictObject(upstreamFields).optional(),
   })
   .superRefine((c, ctx) => {
     const ids = new Map<string, number>();
@@ -172,4 +226,7 @@ export const configSchema = schema;
 
 /** The validated configuration: durations in milliseconds, sizes in bytes, paths absolute. */
 export type Config = z.output<typeof schema>;
+export type UpstreamConfig = z.output<typeof upstreamBackend>;
+export type UpstreamAuthConfig = z.output<typeof upstreamAuth>;
+export type PostgresConfig = z.output<typeof postgresBackend>;
 export type TokenConfig = Config['auth']['signature']['tokens'][number];

@@ -67,7 +67,7 @@ auth:
   signature:
     tokens:
       - { id: not-a-uuid, key: "", subject: s, permissions: [root] }
-backends: { collectors: { type: upstream, path: c } }
+backends: { collectors: { type: s3, path: c } }
 `);
   const text = found.join('\n');
   t.match(text, /server\.port: /);

@@ -37,5 +37,7 @@ export interface AssetGroupTagsBackend {
    * the member is unknown or no selector of the tag covers the member.
    */
   getMember(tagId: number, memberId: number, signal: AbortSignal): Promise<MemberWithSelectors | undefined>;
+  /** False while the backend cannot serve (an upstream or a database unreachable); absent: always ready. */
+  ready?(): boolean;
   close(): Promise<void>;
 }

@@ -19,6 +19,8 @@ export interface CollectorsBackend {
    * semver order, pre-releases excluded.
    */
   getChecksum(type: CollectorType, release: string, signal: AbortSignal): Promise<ChecksumFile | undefined>;
+  /** False while the backend cannot serve (an upstream or a database unreachable); absent: always ready. */
+  ready?(): boolean;
   /** Releases resources (pools, timers). */
   close(): Promise<void>;
 }

@@ -66,5 +66,7 @@ export interface SsoProvidersBackend {
     patch: SsoProviderPatch,
     signal: AbortSignal,
   ): Promise<SsoProviderUpdate | undefined>;
+  /** False while the backend cannot serve (an upstream or a database unreachable); absent: always ready. */
+  ready?(): boolean;
   close(): Promise<void>;
 }
