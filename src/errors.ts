@@ -30,6 +30,21 @@ export class GatewayError extends Error {
   }
 }
 
+/**
+ * An upstream's own error answer, passed to the client unchanged (status and body) where a backend
+ * had to read it whole (the checksum cache shares one answer between waiters).
+ */
+export class UpstreamStatusError extends GatewayError {
+  /** The upstream's body and the headers that describe it. */
+  readonly body: Buffer;
+
+  constructor(status: number, body: Buffer, headers: Record<string, string>) {
+    super(status, 'upstream', `upstream answered ${status}`, { headers, reason: `upstream_${status}` });
+    this.name = 'UpstreamStatusError';
+    this.body = body;
+  }
+}
+
 const SIGNATURE_PREFIX = 'unable to validate request signature for client: ';
 
 /**
@@ -60,6 +75,8 @@ export const errors = {
     new GatewayError(413, 'body', `request body is larger than the limit of ${limit} bytes`),
   bodyAborted: () => new GatewayError(400, 'body', 'request body was not received completely'),
   internal: () => new GatewayError(500, 'server', 'an internal error occurred'),
+  // a database store that cannot be reached or did not answer (the postgres backend)
+  storeUnavailable: (cause?: unknown) => new GatewayError(503, 'store', 'store unavailable', { cause }),
 
   // Prefer and the deadline
   preferInvalid: (value: string) =>
@@ -71,6 +88,16 @@ export const errors = {
       'Prefer header has an invalid value: failed to bypass limits: feature disabled',
     ),
   deadline: () => new GatewayError(504, 'request', 'request timed out'),
+  /** Never sent (the client is gone): the reason a backend call is aborted for a disconnect. */
+  clientGone: () => new GatewayError(499, 'request', 'client closed the request'),
+
+  // upstream services (the reason, for the log and the metric, is the failure's kind)
+  upstreamUnavailable: (kind: string) =>
+    new GatewayError(502, 'upstream', 'upstream service unavailable', { reason: kind }),
+  upstreamTimeout: (kind: string) =>
+    new GatewayError(504, 'upstream', 'upstream service timed out', { reason: kind }),
+  upstreamBadAnswer: (why: string) =>
+    new GatewayError(502, 'upstream', 'upstream service sent an invalid answer', { reason: why }),
 
   // authentication (literal messages of the reference service)
   notAuthenticated: () => new GatewayError(401, 'header:Authorization', 'not authenticated'),

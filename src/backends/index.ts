@@ -37,6 +37,7 @@ export interface BackendDeps {
 /** The backends `config` names, the collectors one behind the checksum cache. Throws when one cannot start. */
 export async function createBackends(config: Config, deps: BackendDeps): Promise<Backends> {
   const { backends, checksum_cache: cache } = config;
+  const upstream = { ...deps, trustProxy: config.server.trust_proxy };
   const opened: Array<{ ready?(): boolean; close(): Promise<void> }> = [];
   // One pool per database URL, shared by the backends that name it.
   const databases = new Map<string, Promise<PostgresStores>>();
@@ -57,7 +58,7 @@ export async function createBackends(config: Config, deps: BackendDeps): Promise
     const c = backends.collectors;
     const source = await (c.type === 'local'
       ? openLocalCollectors(c.path)
-      : createUpstreamCollectors(c, 'collectors', deps));
+      : createUpstreamCollectors(c, 'collectors', upstream));
     // The cache closes (and reports the readiness of) the source it wraps.
     const collectors = createChecksumCache(source, {
       maxBytes: cache.max_bytes,
@@ -73,14 +74,14 @@ export async function createBackends(config: Config, deps: BackendDeps): Promise
         s.type === 'local'
           ? createLocalSsoProviders(s.path, { metrics: deps.metrics })
           : s.type === 'upstream'
-            ? createUpstreamSsoProviders(s, 'sso_providers', deps)
+            ? createUpstreamSsoProviders(s, 'sso_providers', upstream)
             : database(s).then((db) => createPostgresSsoProviders(db, deps)),
       ),
       open<AssetGroupTagsBackend>(
         a.type === 'local'
           ? createLocalAssetGroupTags(a.path)
           : a.type === 'upstream'
-            ? createUpstreamAssetGroupTags(a, 'asset_group_tags', deps)
+            ? createUpstreamAssetGroupTags(a, 'asset_group_tags', upstream)
             : database(a).then((db) => createPostgresAssetGroupTags(db, deps)),
       ),
     ]);

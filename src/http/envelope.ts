@@ -3,7 +3,7 @@
  */
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { errors, GatewayError } from '../errors.js';
+import { errors, GatewayError, UpstreamStatusError } from '../errors.js';
 
 /** The envelope's JSON text for `err` on request `requestId`. */
 function envelope(err: GatewayError, requestId: string): string {
@@ -35,10 +35,11 @@ export function writeError(res: ServerResponse, requestId: string, err: GatewayE
     res.destroy();
     return;
   }
-  const body = envelope(err, requestId);
+  // An upstream's own answer passes through as it came; every other error is our envelope.
+  const body = err instanceof UpstreamStatusError ? err.body : envelope(err, requestId);
   const headers: Record<string, string | number> = {
-    ...err.headers,
     'Content-Type': 'application/json; charset=utf-8',
+    ...err.headers,
     'Content-Length': Buffer.byteLength(body),
   };
   if (!res.req.complete) headers.Connection = 'close';

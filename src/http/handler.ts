@@ -96,7 +96,8 @@ function finish(ctx: RequestContext, parts: HandlerParts, trustProxy: boolean): 
     status_class: statusClass(status),
   });
   parts.metrics.requestDuration.observe({ operation }, seconds);
-  if (status === 504) parts.metrics.deadlineExceeded.inc({ operation });
+  // An upstream's own 504 passes through; only the gateway's deadline counts here.
+  if (status === 504 && ctx.deadline?.signal.aborted) parts.metrics.deadlineExceeded.inc({ operation });
   const traceparent = req.headers.traceparent;
   parts.logger[status >= 500 ? 'error' : 'info'](
     {

@@ -3,6 +3,8 @@
  * are already on the response; these add the status, the body and its framing. HEAD gets the headers only.
  */
 import type { OutgoingHttpHeaders } from 'node:http';
+import { pipeline } from 'node:stream/promises';
+import type { RelayedResponse } from '../backends/relayed.js';
 import type { RequestContext } from './context.js';
 
 /** Sends `value` as JSON with `status`. */
@@ -34,4 +36,20 @@ export function sendBytes(
 export function sendEmpty(ctx: RequestContext, status: number, headers: OutgoingHttpHeaders): void {
   ctx.res.writeHead(status, headers);
   ctx.res.end();
+}
+
+/**
+ * Relays an upstream's answer: its status, its body-describing headers and its body, streamed as it
+ * arrives. A failure mid-body rejects (the connection is then cut: the status is already sent).
+ */
+export async function relay(ctx: RequestContext, answer: RelayedResponse): Promise<void> {
+  const upstreamId = answer.headers['X-Upstream-RequestID'];
+  if (upstreamId !== undefined) ctx.log.upstream_request_id = upstreamId;
+  ctx.res.writeHead(answer.status, answer.headers);
+  if (ctx.req.method === 'HEAD' || answer.status === 204 || answer.status === 304) {
+    answer.body.resume(); // nothing to relay; let the upstream connection go back to its pool
+    ctx.res.end();
+    return;
+  }
+  await pipeline(answer.body, ctx.res);
 }

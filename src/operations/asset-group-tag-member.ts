@@ -4,8 +4,9 @@
 import type { AssetGroupTagsBackend } from '../backends/asset-group-tags/backend.js';
 import { errors } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
-import { deadlineOf } from '../http/deadline.js';
-import { sendJson } from '../http/respond.js';
+import { RelayedResponse } from '../backends/relayed.js';
+import { requestSignal } from '../http/deadline.js';
+import { relay, sendJson } from '../http/respond.js';
 import { parseId } from '../validate/ids.js';
 import type { Operation } from './operation.js';
 
@@ -18,7 +19,8 @@ export function createAssetGroupTagMember(deps: { backend: AssetGroupTagsBackend
       const params = ctx.route?.params ?? {};
       const tagId = parseId(params.asset_group_tag_id, 'asset_group_tag_id');
       const memberId = parseId(params.asset_group_member_id, 'asset_group_member_id');
-      const member = await deps.backend.getMember(tagId, memberId, deadlineOf(ctx));
+      const member = await deps.backend.getMember(tagId, memberId, requestSignal(ctx), ctx);
+      if (member instanceof RelayedResponse) return relay(ctx, member);
       if (!member) throw errors.notFound('path:asset_group_member_id');
       sendJson(ctx, 200, { data: { member } });
     },

@@ -16,8 +16,9 @@ import type {
 import type { Config } from '../config/schema.js';
 import { errors } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
-import { deadlineOf } from '../http/deadline.js';
-import { sendJson } from '../http/respond.js';
+import { RelayedResponse } from '../backends/relayed.js';
+import { requestSignal } from '../http/deadline.js';
+import { relay, sendJson } from '../http/respond.js';
 import type { Logger } from '../observability/logger.js';
 import { type FormPart, type PartKind, readForm } from '../validate/form.js';
 import { parseId } from '../validate/ids.js';
@@ -54,9 +55,12 @@ export function createSsoProviderUpdate(deps: {
     id: 'UpdateSSOProvider',
     permission: 'sso_providers:write',
     async handle(ctx: RequestContext) {
-      const signal = deadlineOf(ctx);
+      const signal = requestSignal(ctx);
       const id = parseId(ctx.route?.params.sso_provider_id, 'sso_provider_id');
-      if (!(await backend.get(id, signal))) throw errors.notFound('path:sso_provider_id');
+      const known = backend.exists
+        ? await backend.exists(id, signal)
+        : (await backend.get(id, signal)) !== undefined;
+      if (!known) throw errors.notFound('path:sso_provider_id');
 
       const parts = await readForm({
         contentType: ctx.req.headers['content-type'],
@@ -67,23 +71,40 @@ export function createSsoProviderUpdate(deps: {
       });
       const patch = await toPatch(parts, backend, signal);
 
-      const result = await backend.update(id, patch, signal);
-      if (!result) throw errors.notFound('path:sso_provider_id');
-      if (result.changed.length > 0) {
-        logger.info(
-          {
-            audit: 'sso_provider_update',
-            request_id: ctx.id,
-            subject: ctx.identity?.subject,
-            sso_provider_id: id,
-            fields: result.changed,
-          },
-          'sso provider updated',
-        );
+      const result = await backend.update(id, patch, signal, ctx);
+      if (result instanceof RelayedResponse) {
+        // The upstream applied it: the audit names the fields the form asked to set.
+        if (result.status >= 200 && result.status < 300) audit(logger, ctx, id, requested(patch));
+        return relay(ctx, result);
       }
+      if (!result) throw errors.notFound('path:sso_provider_id');
+      if (result.changed.length > 0) audit(logger, ctx, id, result.changed);
       sendJson(ctx, 200, { data: result.provider });
     },
   };
+}
+
+/** The fields a patch asks to set, as the audit line names them. */
+function requested(patch: SsoProviderPatch): string[] {
+  const fields: string[] = [];
+  if (patch.name !== undefined) fields.push('name', 'display_name');
+  if (patch.metadata !== undefined) fields.push('metadata', 'idp_issuer_uri', 'idp_sso_uri');
+  if (patch.autoProvision !== undefined) fields.push('config.auto_provision');
+  return fields;
+}
+
+/** The audit line of a change: who, which provider, which fields. */
+function audit(logger: Logger, ctx: RequestContext, id: number, fields: string[]): void {
+  logger.info(
+    {
+      audit: 'sso_provider_update',
+      request_id: ctx.id,
+      subject: ctx.identity?.subject,
+      sso_provider_id: id,
+      fields,
+    },
+    'sso provider updated',
+  );
 }
 
 /** The validated change the form asks for. */

@@ -185,7 +185,8 @@ t.test('latest is re-resolved after its TTL while version entries stay', async (
   const file = await cache.getChecksum('sharphound', 'latest', never());
   t.equal(file?.version, '2.10.0', 'after the TTL');
   t.equal(file?.bytes.toString(), 'new');
-  t.equal(await counted(metrics, 'stale'), 1);
+  t.equal(await counted(metrics, 'miss'), 2, 'a re-resolution is a miss');
+  t.equal(await counted(metrics, 'stale'), 0, 'nothing was served stale');
   t.equal((await cache.getChecksum('sharphound', '2.9.0', never()))?.bytes.toString(), 'old');
   t.equal((await cache.getChecksum('sharphound', '2.10.0', never()))?.bytes.toString(), 'new');
   t.equal(state.calls.length, 2, 'both versions come from the cache');

@@ -306,7 +306,8 @@ t.test('limits and parser errors get the envelope', async (t) => {
           `RequestDate: ${auth.RequestDate}\r\nSignature: ${auth.Signature}\r\n\r\n`,
       );
     });
-    t.match(answer, /^HTTP\/1\.1 200 /);
+    // Interim `102 Processing` answers may come first: they tell a half-closed client from a gone one.
+    t.match(answer, /^(HTTP\/1\.1 102 Processing\r\n\r\n)*HTTP\/1\.1 200 /);
     t.match(answer, /azurehound-v2\.8\.1\.zip/);
   });
 

@@ -1,4 +1,6 @@
 /** The asset group tags backend: tags, their selectors and the members the selectors cover. */
+import type { RequestContext } from '../../http/context.js';
+import type { RelayedResponse } from '../relayed.js';
 
 export interface Selector {
   id: number;
@@ -34,9 +36,15 @@ export interface MemberWithSelectors extends Member {
 export interface AssetGroupTagsBackend {
   /**
    * Member `memberId` of tag `tagId` with the tag's selectors that cover it; undefined when the tag or
-   * the member is unknown or no selector of the tag covers the member.
+   * the member is unknown or no selector of the tag covers the member. An upstream answers with its
+   * own response, relayed unchanged; `request` is the request being served, if any.
    */
-  getMember(tagId: number, memberId: number, signal: AbortSignal): Promise<MemberWithSelectors | undefined>;
+  getMember(
+    tagId: number,
+    memberId: number,
+    signal: AbortSignal,
+    request?: RequestContext,
+  ): Promise<MemberWithSelectors | undefined | RelayedResponse>;
   /** False while the backend cannot serve (an upstream or a database unreachable); absent: always ready. */
   ready?(): boolean;
   close(): Promise<void>;

@@ -1,15 +1,31 @@
-/** The asset-group-tags backend on an upstream service speaking this API. */
+/**
+ * The asset group tags backend on an upstream service speaking this API: the request goes out as it
+ * came (method, raw target) and the upstream's answer, whatever its status, is relayed unchanged.
+ */
 import type { UpstreamConfig } from '../../config/schema.js';
-import type { BackendDeps } from '../index.js';
+import { passedHeaders } from '../../upstream/answer.js';
+import { createUpstreamClient, type UpstreamDeps } from '../../upstream/client.js';
+import { RelayedResponse } from '../relayed.js';
 import type { AssetGroupTagsBackend } from './backend.js';
 
 export async function createUpstreamAssetGroupTags(
   config: UpstreamConfig,
   name: string,
-  deps: BackendDeps,
+  deps: UpstreamDeps,
 ): Promise<AssetGroupTagsBackend> {
-  void config;
-  void name;
-  void deps;
-  throw new Error('the upstream backend is not available yet');
+  const client = createUpstreamClient(config, name, deps);
+  return {
+    async getMember(tagId, memberId, signal, request) {
+      const answer = await client.send({
+        method: request?.req.method === 'HEAD' ? 'HEAD' : 'GET',
+        target: request?.rawTarget ?? `/api/v2/asset-group-tags/${tagId}/members/${memberId}`,
+        headers: { accept: 'application/json' },
+        ...(request ? { client: request } : {}),
+        signal,
+      });
+      return new RelayedResponse(answer.statusCode, passedHeaders(answer.headers), answer.body);
+    },
+    ready: () => client.ready(),
+    close: () => client.close(),
+  };
 }

@@ -21,10 +21,14 @@ export interface ChecksumCacheOptions {
   readonly now?: () => number;
 }
 
-type Result = ChecksumFile | undefined;
+/** What a fetch found: the file (undefined: no such release), and whether it is a stale `latest`. */
+interface Outcome {
+  readonly file: ChecksumFile | undefined;
+  readonly stale: boolean;
+}
 
 interface Flight {
-  readonly promise: Promise<Result>;
+  readonly promise: Promise<Outcome>;
   readonly controller: AbortController;
   waiters: number;
 }
@@ -45,8 +49,11 @@ export function createChecksumCache(
       if (reason === 'evict') metrics.checksumCacheEvictions.inc();
     },
   });
-  /** `latest` per type: the version it meant (undefined: no release) and until when that holds. */
-  const latest = new Map<CollectorType, { version: string | undefined; expiresAt: number }>();
+  /**
+   * `latest` per type: the file it meant (undefined: no release) and until when that holds. The file
+   * is held here too, so that it can be served stale when re-resolving fails.
+   */
+  const latest = new Map<CollectorType, { file: ChecksumFile | undefined; expiresAt: number }>();
   const flights = new Map<string, Flight>();
 
   const count = (result: 'hit' | 'miss' | 'stale') => metrics.checksumCacheRequests.inc({ result });
@@ -60,8 +67,8 @@ export function createChecksumCache(
   function join(
     key: string,
     signal: AbortSignal,
-    fetch: (signal: AbortSignal) => Promise<Result>,
-  ): Promise<Result> {
+    fetch: (signal: AbortSignal) => Promise<Outcome>,
+  ): Promise<Outcome> {
     let flight = flights.get(key);
     if (flight === undefined) {
       const controller = new AbortController();
@@ -81,9 +88,9 @@ export function createChecksumCache(
   }
 
   /** Waits for `flight`, rejecting with `signal.reason` as soon as this waiter's own signal fires. */
-  function wait(key: string, flight: Flight, signal: AbortSignal): Promise<Result> {
+  function wait(key: string, flight: Flight, signal: AbortSignal): Promise<Outcome> {
     flight.waiters++;
-    return new Promise<Result>((resolve, reject) => {
+    return new Promise<Outcome>((resolve, reject) => {
       let done = false;
       const finish = (settle: () => void) => {
         if (done) return;
@@ -108,41 +115,53 @@ export function createChecksumCache(
     });
   }
 
+  /** What a waiter gets: the file marked with where it came from (`X-Cache`), counted once. */
+  const served = (outcome: Outcome, from: 'hit' | 'miss'): ChecksumFile | undefined => {
+    const result = outcome.stale ? 'stale' : from;
+    count(result);
+    return outcome.file && { ...outcome.file, cache: result === 'miss' ? 'MISS' : 'HIT' };
+  };
+
   return {
-    async getChecksum(type: CollectorType, release: string, signal: AbortSignal): Promise<Result> {
+    async getChecksum(type, release, signal, request) {
       signal.throwIfAborted();
       if (release !== 'latest') {
         const key = `${type}/${release}`;
         const cached = files.get(key);
-        if (cached !== undefined) {
-          count('hit');
-          return cached;
-        }
-        count('miss');
-        return join(key, signal, async (own) => {
-          const file = await inner.getChecksum(type, release, own);
+        if (cached !== undefined) return served({ file: cached, stale: false }, 'hit');
+        const outcome = await join(key, signal, async (own) => {
+          const file = await inner.getChecksum(type, release, own, request);
           if (file !== undefined) keep(type, file);
-          return file;
+          return { file, stale: false };
         });
+        return served(outcome, 'miss');
       }
       const resolved = latest.get(type);
-      const fresh = resolved !== undefined && now() < resolved.expiresAt;
-      if (fresh) {
-        const cached = resolved.version === undefined ? undefined : files.get(`${type}/${resolved.version}`);
-        if (resolved.version === undefined || cached !== undefined) {
-          count('hit');
-          return cached;
-        }
+      if (resolved !== undefined && now() < resolved.expiresAt) {
+        return served({ file: resolved.file, stale: false }, 'hit');
       }
-      // Expired: "stale"; never resolved, or its file was evicted or too large to keep: "miss".
-      count(resolved !== undefined && !fresh ? 'stale' : 'miss');
-      return join(`${type}/latest`, signal, async (own) => {
-        const file = await inner.getChecksum(type, 'latest', own);
-        latest.set(type, { version: file?.version, expiresAt: now() + latestTtl });
-        if (file !== undefined) keep(type, file);
-        return file;
+      const outcome = await join(`${type}/latest`, signal, async (own) => {
+        try {
+          const file = await inner.getChecksum(type, 'latest', own, request);
+          // A file too large to keep is not held here either: `latest` is then fetched every time.
+          if (file === undefined || file.bytes.length <= maxEntryBytes) {
+            latest.set(type, { file, expiresAt: now() + latestTtl });
+          } else {
+            latest.delete(type);
+          }
+          if (file !== undefined) keep(type, file);
+          return { file, stale: false };
+        } catch (err) {
+          // stale-if-error: the last answer for `latest` stands for another TTL while the backend fails.
+          if (own.aborted || resolved === undefined) throw err;
+          latest.set(type, { file: resolved.file, expiresAt: now() + latestTtl });
+          return { file: resolved.file, stale: true };
+        }
       });
+      return served(outcome, 'miss');
     },
+
+    ready: () => inner.ready?.() ?? true,
 
     /**
      * Drains: fetches under way finish for the requests waiting on them (a reload must fail none of

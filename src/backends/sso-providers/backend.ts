@@ -1,4 +1,6 @@
 /** The SSO providers backend: the providers, their SAML data and the roles they may provision. */
+import type { RequestContext } from '../../http/context.js';
+import type { RelayedResponse } from '../relayed.js';
 
 /** `{"time": ..., "valid": ...}` as the API writes a nullable time. */
 export interface NullTime {
@@ -55,6 +57,11 @@ export interface SsoProviderUpdate {
 export interface SsoProvidersBackend {
   /** The provider whose `sso_provider_id.int32` is `ssoProviderId`, or undefined. */
   get(ssoProviderId: number, signal: AbortSignal): Promise<SsoProvider | undefined>;
+  /**
+   * Whether the provider exists, asked before the form is read (404 first). Absent: `get` decides.
+   * A backend that cannot tell in advance (an upstream) answers true and lets `update` answer.
+   */
+  exists?(ssoProviderId: number, signal: AbortSignal): Promise<boolean>;
   /** True when `roleId` names a role `default_role_id` may take. */
   roleExists(roleId: number, signal: AbortSignal): Promise<boolean>;
   /**
@@ -65,7 +72,8 @@ export interface SsoProvidersBackend {
     ssoProviderId: number,
     patch: SsoProviderPatch,
     signal: AbortSignal,
-  ): Promise<SsoProviderUpdate | undefined>;
+    request?: RequestContext,
+  ): Promise<SsoProviderUpdate | undefined | RelayedResponse>;
   /** False while the backend cannot serve (an upstream or a database unreachable); absent: always ready. */
   ready?(): boolean;
   close(): Promise<void>;

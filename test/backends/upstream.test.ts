@@ -1,0 +1,368 @@
+/**
+ * The upstream backends against a real stub service on port 0 that checks the gateway's outgoing
+ * signature on its own: what goes out, what comes back, and every fault the issue lists.
+ */
+import { request as httpRequest } from 'node:http';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import {
+  call,
+  errorOf,
+  multipart,
+  request,
+  ROOT,
+  signed,
+  startGateway,
+  TOKENS,
+  type TestGateway,
+} from '../helpers/gateway.js';
+import { startUpstream, upstreamBackend, UPSTREAM_TOKEN_ID, type StubUpstream } from '../helpers/upstream.js';
+
+const MEMBER = '/api/v2/asset-group-tags/1/members/101';
+const CHECKSUM = '/api/v2/collectors/sharphound/latest/checksum';
+
+async function setup(
+  t: Tap.Test,
+  backends: (stub: StubUpstream) => Record<string, unknown>,
+  over: Record<string, unknown> = {},
+): Promise<{ stub: StubUpstream; gw: TestGateway }> {
+  const stub = await startUpstream();
+  const gw = await startGateway({ backends: backends(stub), ...over });
+  t.teardown(async () => {
+    await gw.close();
+    await stub.close();
+  });
+  return { stub, gw };
+}
+
+const members = (stub: StubUpstream, over: Record<string, unknown> = {}) => ({
+  asset_group_tags: upstreamBackend(stub, over),
+});
+const collectors = (stub: StubUpstream, over: Record<string, unknown> = {}) => ({
+  collectors: upstreamBackend(stub, over),
+});
+
+async function metric(gw: TestGateway, line: RegExp): Promise<number> {
+  const text = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+  const found = text.split('\n').find((l) => line.test(l));
+  return found === undefined ? 0 : Number(found.split(' ').pop());
+}
+
+t.test('a member lookup goes out signed over the raw target and comes back unchanged', async (t) => {
+  const { stub, gw } = await setup(t, members);
+  const body = '{ "data" : {"member": {"id": 101}} }\n';
+  stub.respond = (_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'application/json', RequestID: 'up-42', 'X-Internal': 'no' });
+    res.end(body);
+  };
+  const target = `${MEMBER}?expand=%41`;
+  const res = await call(gw, {
+    method: 'GET',
+    target,
+    token: TOKENS.reader,
+    headers: { 'X-Gateway-Subject': 'forged', Prefer: 'wait=20', Host: 'api.example' },
+  });
+  t.equal(res.status, 200);
+  t.equal(res.body.toString(), body, 'the body is the upstream’s, byte for byte');
+  t.equal(res.headers['x-upstream-requestid'], 'up-42');
+  t.match(res.headers.requestid, /^[0-9a-f-]{36}$/, 'our RequestID stays');
+  t.not(res.headers.requestid, 'up-42');
+  t.notOk(res.headers['x-internal'], 'only body-describing headers pass');
+  t.equal(res.headers['preference-applied'], 'wait=20');
+
+  const seen = stub.seen[0];
+  t.ok(seen);
+  t.equal(seen?.url, target, 'the target goes out as it came');
+  t.equal(seen?.signatureValid, true, 'the upstream verifies the gateway’s own signature');
+  t.equal(seen?.headers.authorization, `bhesignature ${UPSTREAM_TOKEN_ID}`);
+  t.equal(seen?.headers['x-gateway-subject'], 'reader', 'the identity, never the client’s value');
+  t.equal(seen?.headers['x-forwarded-for'], '127.0.0.1');
+  t.equal(seen?.headers['x-forwarded-proto'], 'http');
+  t.equal(seen?.headers['x-forwarded-host'], 'api.example');
+  t.match(seen?.headers.prefer, /^wait=(19|20)$/, 'the seconds left go along');
+  const line = gw.logs.find((l) => l.msg === 'request');
+  t.equal(line?.upstream_request_id, 'up-42', 'the upstream’s id is in the log line');
+  t.equal(
+    await metric(gw, /^gateway_upstream_request_duration_seconds_count\{backend="asset_group_tags"\}/),
+    1,
+  );
+});
+
+t.test('a HEAD goes out as a HEAD', async (t) => {
+  const { stub, gw } = await setup(t, members);
+  const res = await call(gw, { method: 'HEAD', target: MEMBER });
+  t.equal(res.status, 200);
+  t.equal(res.body.length, 0);
+  t.equal(stub.seen[0]?.method, 'HEAD');
+});
+
+t.test('bearer and client authentication', async (t) => {
+  await t.test('bearer sends the configured token', async (t) => {
+    const { stub, gw } = await setup(t, (s) =>
+      members(s, { auth: { type: 'bearer', token: 'static-upstream-token' } }),
+    );
+    t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 200);
+    t.equal(stub.seen[0]?.headers.authorization, 'Bearer static-upstream-token');
+    t.notOk(stub.seen[0]?.headers.signature);
+  });
+  await t.test('client forwards the client’s own three headers', async (t) => {
+    const { stub, gw } = await setup(t, (s) => members(s, { auth: { type: 'client' } }));
+    const headers = signed({ method: 'GET', target: MEMBER });
+    t.equal((await request(gw, { method: 'GET', target: MEMBER, headers })).status, 200);
+    t.equal(stub.seen[0]?.headers.authorization, headers.Authorization);
+    t.equal(stub.seen[0]?.headers.requestdate, headers.RequestDate);
+    t.equal(stub.seen[0]?.headers.signature, headers.Signature);
+  });
+});
+
+t.test('trusted proxies extend X-Forwarded-*; untrusted ones are replaced', async (t) => {
+  for (const trust of [true, false]) {
+    const { stub, gw } = await setup(t, members, { server: { trust_proxy: trust } });
+    const headers = { 'X-Forwarded-For': '203.0.113.9', 'X-Forwarded-Proto': 'https' };
+    await call(gw, { method: 'GET', target: MEMBER, headers });
+    const seen = stub.seen[0]?.headers;
+    t.equal(seen?.['x-forwarded-for'], trust ? '203.0.113.9, 127.0.0.1' : '127.0.0.1');
+    t.equal(seen?.['x-forwarded-proto'], trust ? 'https' : 'http');
+  }
+});
+
+t.test('the upstream’s own 4xx and 5xx envelopes pass through unchanged', async (t) => {
+  const { stub, gw } = await setup(t, members);
+  for (const status of [404, 403, 500, 503]) {
+    const envelope = `{"http_status":${status},"errors":[{"context":"","message":"from upstream"}]}`;
+    stub.respond = (_req, res) => {
+      res.writeHead(status, { 'Content-Type': 'application/json', RequestID: 'up-err' });
+      res.end(envelope);
+    };
+    const res = await call(gw, { method: 'GET', target: MEMBER });
+    t.equal(res.status, status);
+    t.equal(res.body.toString(), envelope);
+    t.equal(res.headers['x-upstream-requestid'], 'up-err');
+  }
+});
+
+t.test('an unreachable upstream is a 502 envelope and /readyz says so', async (t) => {
+  const { stub, gw } = await setup(t, members);
+  await stub.close();
+  const res = await call(gw, { method: 'GET', target: MEMBER });
+  t.equal(res.status, 502);
+  t.same(errorOf(res), { status: 502, context: 'upstream', message: 'upstream service unavailable' });
+  t.equal((await fetch(`${gw.adminUrl}/readyz`)).status, 503, 'not ready while the upstream is down');
+  t.equal(await metric(gw, /^gateway_upstream_errors_total\{backend="asset_group_tags",kind="connect"\}/), 1);
+});
+
+t.test('/readyz is ready once the upstream answers a probe', async (t) => {
+  const { gw } = await setup(t, members);
+  let status = 0;
+  for (let i = 0; i < 50 && status !== 200; i++) {
+    status = (await fetch(`${gw.adminUrl}/readyz`)).status;
+    if (status !== 200) await new Promise((r) => setTimeout(r, 20));
+  }
+  t.equal(status, 200);
+});
+
+t.test('an upstream slower than the deadline: 504 and the upstream request aborted', async (t) => {
+  const { stub, gw } = await setup(t, members);
+  stub.respond = () => undefined; // never answers
+  const res = await call(gw, { method: 'GET', target: MEMBER, headers: { Prefer: 'wait=1' } });
+  t.equal(res.status, 504);
+  t.same(errorOf(res), { status: 504, context: 'request', message: 'request timed out' });
+  await new Promise((r) => setTimeout(r, 100));
+  t.equal(stub.seen[0]?.aborted, true, 'the upstream saw the request closed');
+  t.equal(await metric(gw, /^gateway_deadline_exceeded_total\{operation="GetAssetGroupTagMember"\}/), 1);
+});
+
+t.test('an upstream that resets mid-body cuts the client’s answer; nothing crashes', async (t) => {
+  const { stub, gw } = await setup(t, members);
+  stub.respond = (_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '1000' });
+    res.write('{"data":');
+    setTimeout(() => res.socket?.destroy(), 20);
+  };
+  const outcome = await new Promise<string>((resolve) => {
+    const headers = signed({ method: 'GET', target: MEMBER });
+    const req = httpRequest({ port: gw.port, path: MEMBER, headers, agent: false }, (res) => {
+      res.on('data', () => undefined);
+      res.on('end', () => resolve('complete'));
+      res.on('error', () => resolve('cut'));
+      res.on('aborted', () => resolve('cut'));
+    });
+    req.on('error', () => resolve('cut'));
+    req.end();
+  });
+  t.equal(outcome, 'cut', 'a truncated body is never passed off as complete');
+  stub.respond = (_req, res) => res.end('{}');
+  t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 200, 'the gateway still serves');
+});
+
+t.test('garbage from the upstream is a 502', async (t) => {
+  const { stub, gw } = await setup(t, members);
+  stub.respond = (_req, res) => {
+    res.socket?.end('NOT HTTP AT ALL\r\n\r\n');
+  };
+  const res = await call(gw, { method: 'GET', target: MEMBER });
+  t.equal(res.status, 502);
+  t.equal(errorOf(res).context, 'upstream');
+});
+
+t.test('checksums through the upstream: cached, X-Cache, version from Content-Disposition', async (t) => {
+  const { stub, gw } = await setup(t, collectors);
+  stub.respond = (req, res) => {
+    if (req.url?.includes('/v9.9.9/')) {
+      res.writeHead(404, { 'Content-Type': 'application/json' });
+      res.end('{"errors":[]}');
+      return;
+    }
+    res.writeHead(200, {
+      'Content-Type': 'application/octet-stream',
+      'Content-Disposition': 'attachment; filename="sharphound-v2.10.0.zip.sha256"',
+    });
+    res.end('abc123  sharphound-v2.10.0.zip\n');
+  };
+  const first = await call(gw, { method: 'GET', target: CHECKSUM });
+  t.equal(first.status, 200);
+  t.equal(first.headers['x-cache'], 'MISS');
+  t.equal(first.body.toString(), 'abc123  sharphound-v2.10.0.zip\n');
+  t.equal(first.headers['content-disposition'], 'attachment; filename="sharphound-v2.10.0.zip.sha256"');
+  t.equal(stub.seen[0]?.signatureValid, true);
+  const again = await call(gw, { method: 'GET', target: CHECKSUM });
+  t.equal(again.headers['x-cache'], 'HIT');
+  const version = await call(gw, { method: 'GET', target: '/api/v2/collectors/sharphound/v2.10.0/checksum' });
+  t.equal(version.headers['x-cache'], 'HIT', 'what latest resolved to is cached as that version');
+  t.equal(stub.seen.length, 1);
+  const unknown = await call(gw, { method: 'GET', target: '/api/v2/collectors/sharphound/v9.9.9/checksum' });
+  t.equal(unknown.status, 404);
+  t.equal(errorOf(unknown).message, 'resource not found');
+  t.equal(await metric(gw, /^gateway_checksum_cache_requests_total\{result="hit"\}/), 2);
+  t.equal(await metric(gw, /^gateway_checksum_cache_requests_total\{result="miss"\}/), 2);
+});
+
+t.test('50 concurrent cold requests for one checksum make exactly one upstream fetch', async (t) => {
+  const { stub, gw } = await setup(t, collectors);
+  stub.respond = (_req, res) => {
+    setTimeout(() => {
+      res.writeHead(200, { 'Content-Disposition': 'attachment; filename="sharphound-v2.10.0.zip.sha256"' });
+      res.end('sum\n');
+    }, 100);
+  };
+  const answers = await Promise.all(
+    Array.from({ length: 50 }, () => call(gw, { method: 'GET', target: CHECKSUM })),
+  );
+  t.same(new Set(answers.map((a) => a.status)), new Set([200]));
+  t.equal(stub.seen.length, 1);
+  const misses = answers.filter((a) => a.headers['x-cache'] === 'MISS').length;
+  const hits = answers.filter((a) => a.headers['x-cache'] === 'HIT').length;
+  t.equal(misses + hits, 50, 'each answer says where it came from');
+  t.ok(misses > 1, `${misses} requests waited on the one fetch`);
+});
+
+t.test('stale-if-error: the last latest keeps serving while the upstream fails', async (t) => {
+  const { stub, gw } = await setup(t, collectors, { checksum_cache: { latest_ttl: '50ms' } });
+  stub.respond = (_req, res) => {
+    res.writeHead(200, { 'Content-Disposition': 'attachment; filename="sharphound-v2.10.0.zip.sha256"' });
+    res.end('sum\n');
+  };
+  t.equal((await call(gw, { method: 'GET', target: CHECKSUM })).status, 200);
+  await new Promise((r) => setTimeout(r, 80));
+  stub.respond = (_req, res) => {
+    res.writeHead(500, { 'Content-Type': 'application/json' });
+    res.end('{"http_status":500}');
+  };
+  const stale = await call(gw, { method: 'GET', target: CHECKSUM });
+  t.equal(stale.status, 200);
+  t.equal(stale.body.toString(), 'sum\n');
+  t.equal(stale.headers['x-cache'], 'HIT');
+  t.equal(await metric(gw, /^gateway_checksum_cache_requests_total\{result="stale"\}/), 1);
+  const version = await call(gw, { method: 'GET', target: '/api/v2/collectors/azurehound/v1.0.0/checksum' });
+  t.equal(version.status, 500, 'without an earlier answer, the upstream’s error passes through');
+  t.equal(version.body.toString(), '{"http_status":500}');
+});
+
+t.test('an oversized checksum answer is a 502, never cached', async (t) => {
+  const { stub, gw } = await setup(t, (s) => collectors(s, { max_response_size: 1024 }));
+  stub.respond = (_req, res) => {
+    res.writeHead(200, { 'Content-Disposition': 'attachment; filename="sharphound-v2.10.0.zip.sha256"' });
+    res.end(Buffer.alloc(4096, 'a'));
+  };
+  const res = await call(gw, { method: 'GET', target: CHECKSUM });
+  t.equal(res.status, 502);
+  t.same(errorOf(res), {
+    status: 502,
+    context: 'upstream',
+    message: 'upstream service sent an invalid answer',
+  });
+});
+
+t.test('a client that disconnects aborts the upstream request', async (t) => {
+  const { stub, gw } = await setup(t, collectors);
+  stub.respond = () => undefined; // never answers
+  const headers = signed({ method: 'GET', target: CHECKSUM });
+  const req = httpRequest({ port: gw.port, path: CHECKSUM, headers, agent: false });
+  req.on('error', () => undefined);
+  req.end();
+  for (let i = 0; i < 50 && stub.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  req.destroy();
+  for (let i = 0; i < 50 && !stub.seen[0]?.aborted; i++) await new Promise((r) => setTimeout(r, 10));
+  t.equal(stub.seen[0]?.aborted, true);
+});
+
+t.test('no socket leaks: after the faults the pool holds at most its connections', async (t) => {
+  const { stub, gw } = await setup(t, (s) => members(s, { connections: 4 }));
+  let n = 0;
+  stub.respond = (_req, res) => {
+    n++;
+    if (n % 3 === 0) res.socket?.destroy();
+    else if (n % 3 === 1) res.end('{}');
+    else res.socket?.end('garbage\r\n\r\n');
+  };
+  await Promise.all(Array.from({ length: 30 }, () => call(gw, { method: 'GET', target: MEMBER })));
+  t.ok(stub.connections() <= 4, `${stub.connections()} connections open at the upstream`);
+  await gw.close();
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal(stub.connections(), 0, 'closing the gateway closes its pool');
+});
+
+t.test('SSO provider PATCH through an upstream', async (t) => {
+  const target = '/api/v2/sso-providers/1';
+  const metadata = readFileSync(path.join(ROOT, 'config', 'idp-metadata.xml'));
+  const { stub, gw } = await setup(t, (s) => ({ sso_providers: upstreamBackend(s) }));
+  stub.respond = (_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'application/json', RequestID: 'up-sso' });
+    res.end('{"data":{"id":1,"name":"renamed"}}');
+  };
+
+  const bad = multipart([{ name: 'name', value: '   ' }]);
+  const refused = await call(gw, {
+    method: 'PATCH',
+    target,
+    body: bad.body,
+    headers: { 'Content-Type': bad.contentType },
+  });
+  t.equal(refused.status, 400);
+  t.equal(stub.seen.length, 0, 'an invalid form never reaches the upstream');
+  const unsigned = await request(gw, { method: 'PATCH', target, body: bad.body });
+  t.equal(unsigned.status, 401);
+  t.equal(stub.seen.length, 0, 'an unauthenticated request never reaches the upstream');
+
+  const form = multipart([
+    { name: 'name', value: 'renamed' },
+    { name: 'metadata', value: metadata, filename: 'idp.xml', contentType: 'text/xml' },
+  ]);
+  const res = await call(gw, {
+    method: 'PATCH',
+    target,
+    body: form.body,
+    headers: { 'Content-Type': form.contentType },
+  });
+  t.equal(res.status, 200);
+  t.equal(res.body.toString(), '{"data":{"id":1,"name":"renamed"}}');
+  const seen = stub.seen[0];
+  t.equal(seen?.method, 'PATCH');
+  t.equal(seen?.url, target);
+  t.same(seen?.body, form.body, 'the same multipart bytes go out');
+  t.equal(seen?.headers['content-type'], form.contentType);
+  t.equal(seen?.signatureValid, true, 're-signed over the body that went out');
+  const audit = gw.logs.find((l) => l.audit === 'sso_provider_update');
+  t.same(audit?.fields, ['name', 'display_name', 'metadata', 'idp_issuer_uri', 'idp_sso_uri']);
+});
