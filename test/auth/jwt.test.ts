@@ -13,6 +13,10 @@ const config = (over: Partial<JwtConfig> = {}): JwtConfig => ({
   clock_tolerance: 0,
   permissions_claim: 'permissions',
   default_permissions: [],
+  jwks_refresh_interval: 300_000,
+  jwks_cooldown: 30_000,
+  jwks_timeout: 5_000,
+  token_cache_size: 100,
   ...over,
 });
 const verifier = (over: Partial<JwtConfig> = {}) => createJwtVerifier(config(over), { now: () => NOW });

@@ -5,7 +5,7 @@
 import { request as httpRequest } from 'node:http';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import {
   call,
   errorOf,
@@ -23,7 +23,7 @@ const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 const CHECKSUM = '/api/v2/collectors/sharphound/latest/checksum';
 
 async function setup(
-  t: Tap.Test,
+  t: Test,
   backends: (stub: StubUpstream) => Record<string, unknown>,
   over: Record<string, unknown> = {},
 ): Promise<{ stub: StubUpstream; gw: TestGateway }> {
@@ -192,7 +192,9 @@ t.test('an upstream that resets mid-body cuts the client’s answer; nothing cra
     req.end();
   });
   t.equal(outcome, 'cut', 'a truncated body is never passed off as complete');
-  stub.respond = (_req, res) => res.end('{}');
+  stub.respond = (_req, res) => {
+    res.end('{}');
+  };
   t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 200, 'the gateway still serves');
 });
 

@@ -38,7 +38,7 @@ t.test('defaults fill every key and paths resolve against the file folder', asyn
     },
     prefer: { default_wait: 30, max_wait: 300, allow_bypass: false },
   });
-  t.equal(c.backends.collectors.path, '/base/c');
+  t.match(c.backends.collectors, { type: 'local', path: '/base/c' });
   t.ok(Object.isFrozen(c) && Object.isFrozen(c.server), 'frozen');
 });
 
@@ -144,7 +144,7 @@ t.test('without resolution, references are checked for form only', async (t) => 
 
 t.test('loadConfigFile names an unreadable file', async (t) => {
   const dir = t.testdir({ 'g.yaml': BACKENDS });
-  t.equal(loadConfigFile(path.join(dir, 'g.yaml')).backends.collectors.path, path.join(dir, 'c'));
+  t.match(loadConfigFile(path.join(dir, 'g.yaml')).backends.collectors, { path: path.join(dir, 'c') });
   t.throws(() => loadConfigFile(path.join(dir, 'missing.yaml')), /cannot be read \(ENOENT\)/);
   writeFileSync(path.join(dir, 'empty.yaml'), '');
   t.throws(() => loadConfigFile(path.join(dir, 'empty.yaml')), /backends/);

@@ -1,0 +1,340 @@
+import { createPublicKey, randomUUID } from 'node:crypto';
+import { SignJWT } from 'jose';
+import t, { type Test } from 'tap';
+import { ConfigError, parseConfig } from '../../src/config/load.js';
+import { errorOf, JWT_SECRET, request, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { type JwksServer, sleep, startJwksServer, testKey, type TestKey, until } from '../helpers/jwks.js';
+
+const MEMBER = '/api/v2/asset-group-tags/1/members/101';
+const READ = { permissions: ['asset_group_tags:read'] };
+
+/** Every token sent, and every gateway's log lines, searched at the end. */
+const sent: string[] = [];
+const logs: Array<Array<Record<string, unknown>>> = [];
+
+function bearer(gw: TestGateway, token: string) {
+  sent.push(token);
+  return request(gw, { method: 'GET', target: MEMBER, headers: { Authorization: `Bearer ${token}` } });
+}
+
+async function idp(t: Test, keys: TestKey[]): Promise<JwksServer> {
+  const server = await startJwksServer(keys.map((k) => k.jwk));
+  t.teardown(() => server.close());
+  return server;
+}
+
+async function gateway(t: Test, server: JwksServer, jwt: Record<string, unknown> = {}) {
+  const gw = await startGateway({ auth: { jwt: { jwks_url: server.url, jwks_cooldown: '50ms', ...jwt } } });
+  t.teardown(() => gw.close());
+  logs.push(gw.logs);
+  return gw;
+}
+
+const ready = async (gw: TestGateway) => (await fetch(`${gw.adminUrl}/readyz`)).status;
+
+/** The value of one sample of `/metrics`, 0 when absent. */
+async function metric(gw: TestGateway, sample: string): Promise<number> {
+  const text = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
+  return line === undefined ? 0 : Number(line.slice(sample.length + 1));
+}
+const failures = (gw: TestGateway, reason: string) =>
+  metric(gw, `gateway_auth_failures_total{scheme="bearer",reason="${reason}"}`);
+const fetches = (gw: TestGateway, result: string) =>
+  metric(gw, `gateway_jwks_fetches_total{result="${result}"}`);
+
+/** A refused bearer token: 401 in the envelope, counted under `reason`, which the log line names. */
+async function refused(t: Test, gw: TestGateway, token: string, reason: string) {
+  const before = await failures(gw, reason);
+  const res = await bearer(gw, token);
+  t.equal(res.status, 401, reason);
+  t.same(errorOf(res), {
+    status: 401,
+    context: 'header:Authorization',
+    message: 'Token Authorization failed.',
+  });
+  t.equal(await failures(gw, reason), before + 1, `counted as ${reason}`);
+  // The log line is written when the response closes: wait for it.
+  await until(() => gw.logs.some((l) => l.request_id === res.headers.requestid));
+  const line = gw.logs.find((l) => l.request_id === res.headers.requestid);
+  t.equal(line?.auth_failure, reason, 'the log line names the reason');
+}
+
+t.test('keys load at start: /readyz is 503 until the JWKS answers', async (t) => {
+  const rsa = await testKey('RS256', 'rsa-1');
+  const ec = await testKey('ES256', 'ec-1');
+  const server = await idp(t, [rsa, ec]);
+  server.mode = 'down';
+  const gw = await gateway(t, server);
+  t.equal(await ready(gw), 503, 'not ready without keys');
+  await refused(t, gw, await rsa.sign(READ), 'jwks_unavailable');
+  server.mode = 'ok';
+  await until(async () => (await ready(gw)) === 200);
+  t.equal((await bearer(gw, await rsa.sign(READ))).status, 200, 'RS256');
+  t.equal((await bearer(gw, await ec.sign(READ))).status, 200, 'ES256');
+  t.equal(await metric(gw, 'gateway_jwks_keys'), 2);
+  t.equal(await fetches(gw, 'ok'), 1, 'one good fetch');
+  t.ok((await fetches(gw, 'error')) >= 1, 'the failed ones counted');
+  const hs = await new SignJWT({ exp: Math.floor(Date.now() / 1000) + 60, ...READ })
+    .setProtectedHeader({ alg: 'HS256' })
+    .sign(Buffer.from(JWT_SECRET, 'base64'));
+  t.equal((await bearer(gw, hs)).status, 200, 'hs256_secret keeps working beside jwks_url');
+});
+
+t.test('a request that arrives during the first fetch waits for it', async (t) => {
+  const rsa = await testKey('RS256', 'rsa-1');
+  const server = await idp(t, [rsa]);
+  server.delay = 300;
+  const gw = await gateway(t, server);
+  t.equal(await ready(gw), 503);
+  t.equal((await bearer(gw, await rsa.sign(READ))).status, 200);
+  t.equal(server.fetches, 1, 'the request shared the fetch at start');
+  t.equal(await ready(gw), 200);
+});
+
+t.test('rotation: a new kid is accepted after one refetch; a removed one is refused after it', async (t) => {
+  const [one, two, three] = await Promise.all(['k1', 'k2', 'k3'].map((kid, n) => testKey('ES256', kid, { n })));
+  const server = await idp(t, [one!]);
+  const gw = await gateway(t, server);
+  await until(async () => (await ready(gw)) === 200);
+  const old = await one!.sign(READ);
+  t.equal((await bearer(gw, old)).status, 200);
+  server.keys = [one!.jwk, two!.jwk];
+  await sleep(60); // the cooldown since the fetch at start
+  t.equal((await bearer(gw, await two!.sign(READ))).status, 200, 'the new kid, after one refetch');
+  t.equal(server.fetches, 2);
+  server.keys = [two!.jwk, three!.jwk];
+  t.equal((await bearer(gw, old)).status, 200, 'until the next fetch, the old key serves');
+  await sleep(60);
+  t.equal((await bearer(gw, await three!.sign(READ))).status, 200, 'another new kid: a refetch');
+  t.equal(server.fetches, 3);
+  await refused(t, gw, old, 'unknown_kid');
+  t.equal(await metric(gw, 'gateway_jwks_keys'), 2);
+});
+
+t.test('a background refresh drops a withdrawn key, cached tokens included', async (t) => {
+  const [one, two] = await Promise.all(['k1', 'k2'].map((kid, n) => testKey('RS256', kid, { n })));
+  const server = await idp(t, [one!, two!]);
+  // The cooldown forbids any refetch on demand: only the background refresh can see the change.
+  const gw = await gateway(t, server, { jwks_refresh_interval: '1s', jwks_cooldown: '10m' });
+  await until(async () => (await ready(gw)) === 200);
+  const token = await one!.sign(READ);
+  t.equal((await bearer(gw, token)).status, 200);
+  t.equal((await bearer(gw, token)).status, 200);
+  t.equal(await metric(gw, 'gateway_jwt_verifications_total{result="cached"}'), 1, 'cached');
+  server.keys = [two!.jwk];
+  await until(async () => (await fetches(gw, 'ok')) === 2);
+  await refused(t, gw, token, 'unknown_kid');
+  t.equal((await bearer(gw, await two!.sign(READ))).status, 200);
+  t.equal(server.fetches, 2, 'no fetch on demand within the cooldown');
+  t.equal(await metric(gw, 'gateway_jwks_keys'), 1);
+});
+
+t.test('the identity provider down, answering garbage, hanging, and back', async (t) => {
+  const rsa = await testKey('RS256', 'rsa-1');
+  const ec = await testKey('ES256', 'ec-1');
+  const server = await idp(t, [rsa, ec]);
+  // `no-cache`: the gateway refreshes every cooldown, so each state below is fetched quickly.
+  server.headers = { 'Cache-Control': 'no-cache' };
+  const gw = await gateway(t, server, { jwks_timeout: '200ms' });
+  await until(async () => (await ready(gw)) === 200);
+  const serving = async (what: string) => {
+    await server.fetched(server.fetches + 2);
+    t.equal(await ready(gw), 200, `${what}: still ready`);
+    t.equal((await bearer(gw, await rsa.sign({ ...READ, jti: randomUUID() }))).status, 200, `${what}: RS256`);
+    t.equal((await bearer(gw, await ec.sign({ ...READ, jti: randomUUID() }))).status, 200, `${what}: ES256`);
+    t.equal(await metric(gw, 'gateway_jwks_keys'), 2, `${what}: the last keys kept`);
+  };
+  server.mode = 'down';
+  await serving('down');
+  t.ok((await fetches(gw, 'error')) >= 2);
+  server.mode = 'garbage';
+  const bigKey = { ...rsa.jwk, x5c: ['A'.repeat(1024 * 1024)] };
+  for (const garbage of [
+    'not json',
+    '{"keys": "not a list"}',
+    '[]',
+    '{"keys": []}',
+    JSON.stringify({ keys: Array.from({ length: 101 }, () => rsa.jwk) }),
+    JSON.stringify({ keys: [{ ...rsa.jwk, d: 'private-part' }, { kty: 'oct', k: 'c2VjcmV0' }, 'x'] }),
+    JSON.stringify({
+      keys: [
+        { ...ec.jwk, x: 'AAAA' },
+        { ...rsa.jwk, use: 'enc' },
+        { ...rsa.jwk, alg: 'HS256' },
+      ],
+    }),
+    JSON.stringify({ keys: [bigKey] }),
+  ]) {
+    server.garbage = garbage;
+    await serving(`garbage ${garbage.slice(0, 30)}`);
+  }
+  const invalid = await fetches(gw, 'invalid');
+  t.ok(invalid >= 8, `${invalid} invalid`);
+  server.mode = 'hang';
+  await serving('hanging');
+  await until(async () => (await fetches(gw, 'timeout')) >= 1);
+  const fresh = await testKey('ES256', 'ec-2', { n: 1 });
+  server.keys = [fresh.jwk];
+  server.mode = 'ok';
+  await until(async () => (await bearer(gw, await fresh.sign(READ))).status === 200);
+  await refused(t, gw, await rsa.sign(READ), 'unknown_kid');
+  t.equal(await metric(gw, 'gateway_jwks_keys'), 1);
+});
+
+t.test('a flood of made-up kids does not reach the identity provider', async (t) => {
+  const rsa = await testKey('RS256', 'rsa-1');
+  const server = await idp(t, [rsa]);
+  const gw = await gateway(t, server, { jwks_cooldown: '10m' });
+  await until(async () => (await ready(gw)) === 200);
+  const tokens = await Promise.all(Array.from({ length: 100 }, () => rsa.sign(READ, { kid: randomUUID() })));
+  const answers = await Promise.all(tokens.map((tok) => bearer(gw, tok)));
+  t.same(new Set(answers.map((r) => r.status)), new Set([401]));
+  t.equal(await failures(gw, 'unknown_kid'), 100);
+  t.equal(server.fetches, 1, 'only the fetch at start');
+});
+
+t.test('the checks on a token from the identity provider', async (t) => {
+  const rsa = await testKey('RS256', 'rsa-1');
+  const ec = await testKey('ES256', 'ec-1');
+  const server = await idp(t, [rsa, ec]);
+  const gw = await gateway(t, server, { issuer: 'https://idp.test', audience: ['gw', 'gw-2'] });
+  await until(async () => (await ready(gw)) === 200);
+  const now = Math.floor(Date.now() / 1000);
+  const good = { ...READ, iss: 'https://idp.test', aud: 'gw' };
+  t.equal((await bearer(gw, await rsa.sign(good))).status, 200);
+  t.equal((await bearer(gw, await ec.sign({ ...good, aud: ['x', 'gw-2'] }))).status, 200, 'audience list');
+
+  const part = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const none = `${part({ alg: 'none', kid: 'rsa-1' })}.${part({ ...good, exp: now + 60 })}.`;
+  await refused(t, gw, none, 'bad_algorithm');
+  // The classic confusion: HS256 "signed" with the public key an attacker can download.
+  const pem = createPublicKey({ key: rsa.jwk as never, format: 'jwk' }).export({
+    type: 'spki',
+    format: 'pem',
+  });
+  const confused = (alg: string) =>
+    new SignJWT({ ...good, exp: now + 60 }).setProtectedHeader({ alg, kid: 'rsa-1' }).sign(Buffer.from(pem));
+  await refused(t, gw, await confused('HS256'), 'bad_signature');
+  await refused(t, gw, await confused('HS384'), 'bad_algorithm');
+  await refused(t, gw, await rsa.sign({ ...good, exp: now - 1 }), 'expired');
+  await refused(t, gw, await ec.sign({ ...good, nbf: now + 60 }), 'not_yet_valid');
+  await refused(t, gw, await ec.sign({ ...good, iat: now + 60 }), 'not_yet_valid');
+  await refused(t, gw, await rsa.sign({ ...good, iss: 'https://evil.test' }), 'bad_issuer');
+  await refused(t, gw, await rsa.sign({ ...good, aud: 'other' }), 'bad_audience');
+  await refused(t, gw, await rsa.sign({ ...good, exp: undefined }), 'missing_exp');
+  const fetched = server.fetches;
+  await refused(t, gw, await ec.sign(good, { kid: 'rsa-1' }), 'bad_algorithm');
+  t.equal(server.fetches, fetched, 'a known kid with the wrong algorithm is not a rotation');
+  await refused(t, gw, await rsa.sign(good, { kid: 7 }), 'malformed');
+  const other = await testKey('RS256', 'rsa-1', { n: 1 });
+  await refused(t, gw, await other.sign(good), 'bad_signature');
+});
+
+t.test('a single configured audience', async (t) => {
+  const ec = await testKey('ES256', 'ec-1');
+  const server = await idp(t, [ec]);
+  const gw = await gateway(t, server, { audience: 'gw' });
+  await until(async () => (await ready(gw)) === 200);
+  t.equal((await bearer(gw, await ec.sign({ ...READ, aud: 'gw' }))).status, 200);
+  await refused(t, gw, await ec.sign({ ...READ, aud: 'gw-2' }), 'bad_audience');
+  await refused(t, gw, await ec.sign(READ), 'bad_audience');
+});
+
+t.test('the algorithm allow-list and tokens without a kid', async (t) => {
+  const rsa = await testKey('RS256', 'rsa-1', { bare: true });
+  const ec = await testKey('ES256', 'ec-1');
+  const server = await idp(t, [rsa, ec]);
+  const gw = await gateway(t, server, { algorithms: ['ES256', 'PS256'] });
+  await until(async () => (await ready(gw)) === 200);
+  t.equal((await bearer(gw, await ec.sign(READ))).status, 200);
+  await refused(t, gw, await rsa.sign(READ), 'bad_algorithm');
+  const ps = await testKey('PS256', 'rsa-1');
+  await refused(t, gw, await ps.sign(READ), 'bad_signature');
+  t.equal(
+    (await bearer(gw, await ec.sign(READ, { kid: undefined }))).status,
+    200,
+    'one key fits: no kid needed',
+  );
+  const ec2 = await testKey('ES256', 'ec-2', { n: 1 });
+  server.keys = [rsa.jwk, ec.jwk, ec2.jwk];
+  await sleep(60);
+  t.equal((await bearer(gw, await ec2.sign(READ))).status, 200);
+  await refused(t, gw, await ec.sign(READ, { kid: undefined }), 'ambiguous_key');
+});
+
+t.test('permissions come from the claim; a token without it gets default_permissions', async (t) => {
+  const ec = await testKey('ES256', 'ec-1');
+  const server = await idp(t, [ec]);
+  const gw = await gateway(t, server, { permissions_claim: 'scope' });
+  await until(async () => (await ready(gw)) === 200);
+  const status = async (claims: Record<string, unknown>) => (await bearer(gw, await ec.sign(claims))).status;
+  t.equal(await status({ scope: 'openid asset_group_tags:read' }), 200, 'a space-separated string');
+  t.equal(await status({ scope: ['asset_group_tags:read'] }), 200, 'an array');
+  t.equal(await status({ scope: ['collectors:read'] }), 403);
+  t.equal(await status({ sub: 'alice' }), 403, 'no claim: the default, []');
+  await until(() => gw.logs.some((l) => l.msg === 'request' && l.subject === 'alice'));
+});
+
+t.test('the verified-token cache', async (t) => {
+  const ec = await testKey('ES256', 'ec-1');
+  const server = await idp(t, [ec]);
+  const gw = await gateway(t, server);
+  const off = await gateway(t, server, { token_cache_size: 0 });
+  await until(async () => (await ready(gw)) === 200 && (await ready(off)) === 200);
+  const token = await ec.sign(READ);
+  for (let i = 0; i < 3; i++) {
+    t.equal((await bearer(gw, token)).status, 200);
+    t.equal((await bearer(off, token)).status, 200);
+  }
+  const verified = (g: TestGateway, result: string) =>
+    metric(g, `gateway_jwt_verifications_total{result="${result}"}`);
+  t.equal(await verified(gw, 'verified'), 1, 'one signature check');
+  t.equal(await verified(gw, 'cached'), 2, 'then the cache');
+  t.equal(await verified(off, 'verified'), 3, 'token_cache_size 0: every time');
+  t.equal(await verified(off, 'cached'), 0);
+  await bearer(gw, `${token}x`);
+  t.equal(await verified(gw, 'refused'), 1);
+});
+
+t.test('configuration of auth.jwt', async (t) => {
+  const BACKENDS =
+    'backends: { collectors: { type: local, path: c }, sso_providers: { type: local, path: s.json }, ' +
+    'asset_group_tags: { type: local, path: a.json } }\n';
+  const problems = (jwt: string): string[] => {
+    try {
+      parseConfig(`auth: { jwt: ${jwt} }\n${BACKENDS}`, '/base');
+    } catch (err) {
+      if (err instanceof ConfigError) return err.problems;
+      throw err;
+    }
+    return [];
+  };
+  const c = parseConfig(`auth: { jwt: { jwks_url: "https://idp.example.com/jwks" } }\n${BACKENDS}`, '/base');
+  t.match(c.auth.jwt, {
+    jwks_url: 'https://idp.example.com/jwks',
+    jwks_refresh_interval: 300_000,
+    jwks_cooldown: 30_000,
+    jwks_timeout: 5_000,
+    token_cache_size: 10_000,
+  });
+  t.equal(c.auth.jwt.algorithms, undefined);
+  t.equal(c.auth.jwt.max_token_age, undefined);
+  t.same(problems('{ algorithms: [ES256, EdDSA], max_token_age: 1h, jwks_cooldown: 50ms }'), []);
+  t.match(problems('{ jwks_url: "ftp://idp/jwks" }').join(), /auth\.jwt\.jwks_url: must be an http/);
+  t.match(problems('{ algorithms: [HS256] }').join(), /auth\.jwt\.algorithms\[0\]: must be an asymmetric/);
+  t.match(problems('{ algorithms: [none] }').join(), /auth\.jwt\.algorithms\[0\]/);
+  t.match(problems('{ algorithms: [] }').join(), /auth\.jwt\.algorithms/);
+  t.match(problems('{ jwks_cooldown: 0s }').join(), /auth\.jwt\.jwks_cooldown/);
+  t.match(problems('{ jwks_timeout: 2m }').join(), /auth\.jwt\.jwks_timeout/);
+  t.match(problems('{ token_cache_size: -1 }').join(), /auth\.jwt\.token_cache_size/);
+});
+
+t.test('no token ever reaches a log line', async (t) => {
+  const text = JSON.stringify(logs);
+  t.ok(sent.length > 100 && logs.length > 5);
+  t.notOk(
+    sent.some((token) => text.includes(token) || text.includes(token.split('.')[2] || token)),
+    'no token in a log',
+  );
+});

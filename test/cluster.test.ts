@@ -1,0 +1,311 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import t, { type Test } from 'tap';
+import { stringify } from 'yaml';
+import { workerCount } from '../src/cluster/primary.js';
+import { baseConfig, call, copySampleData, merge, ROOT, signed } from './helpers/gateway.js';
+
+type Line = Record<string, unknown>;
+
+interface Proc {
+  child: ChildProcess;
+  lines: Line[];
+  stderr(): string;
+  exited: Promise<number | null>;
+  /** Resolves with the first line matching `pred`, once logged. */
+  waitFor(pred: (l: Line) => boolean): Promise<Line>;
+  /** Resolves once `n` lines match `pred`. */
+  waitForCount(pred: (l: Line) => boolean, n: number): Promise<void>;
+}
+
+/** `gateway --config FILE` as a user runs it; every stdout line is kept, parsed. */
+function spawnGateway(configFile: string): Proc {
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), '--config', configFile], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: Line[] = [];
+  let stderr = '';
+  child.stderr?.on("data", (c: Buffer) => { stderr += c.toString(); if (process.env.DBG) console.error(c.toString()); });
+  const waiters: Array<() => void> = [];
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
+    lines.push(JSON.parse(l)); if (process.env.DBG) console.error(l);
+    for (const w of waiters.splice(0)) w();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const until = async <T>(check: () => T | undefined): Promise<T> => {
+    for (;;) {
+      const found = check();
+      if (found !== undefined) return found;
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
+  };
+  return {
+    child,
+    lines,
+    stderr: () => stderr,
+    exited,
+    waitFor: (pred) => until(() => lines.find(pred)),
+    waitForCount: (pred, n) =>
+      until(() => (lines.filter(pred).length >= n ? true : undefined)).then(() => {}),
+  };
+}
+
+/**
+ * A stand-in for the upstream service: `workers` > 1 needs an sso_providers backend that is not the
+ * local file. It answers every request 200 with a JSON body, after `hold` when one is set.
+ */
+async function startUpstream(): Promise<{ url: string; server: Server; hold?: Promise<void> }> {
+  const stub: { url: string; server: Server; hold?: Promise<void> } = {
+    url: '',
+    server: createServer((req, res) => {
+      req.resume();
+      req.on('end', async () => {
+        await stub.hold;
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end('{"data":{}}');
+      });
+    }),
+  };
+  await new Promise<void>((resolve) => stub.server.listen(0, '127.0.0.1', resolve));
+  stub.url = `http://127.0.0.1:${(stub.server.address() as AddressInfo).port}`;
+  return stub;
+}
+
+interface Cluster {
+  proc: Proc;
+  port: number;
+  adminPort: number;
+  dir: string;
+  file: string;
+  upstream: Awaited<ReturnType<typeof startUpstream>>;
+  write(over: Record<string, unknown>): void;
+}
+
+async function startCluster(t: Test, over: Record<string, unknown> = {}): Promise<Cluster> {
+  const upstream = await startUpstream();
+  t.teardown(() => upstream.server.close());
+  const dir = copySampleData();
+  const file = path.join(dir, 'gateway.yaml');
+  const write = (o: Record<string, unknown>) =>
+    writeFileSync(
+      file,
+      stringify(
+        merge(
+          merge(baseConfig(), {
+            server: { workers: 2, shutdown_grace: '10s' },
+            backends: {
+              sso_providers: { type: 'upstream', url: upstream.url, auth: { type: 'bearer', token: 't' } },
+            },
+          }),
+          o,
+        ),
+      ),
+    );
+  write(over);
+  const proc = spawnGateway(file);
+  t.teardown(() => proc.child.kill('SIGKILL'));
+  const listening = await proc.waitFor((l) => l.msg === 'listening');
+  return {
+    proc,
+    port: listening.port as number,
+    adminPort: listening.admin_port as number,
+    dir,
+    file,
+    upstream,
+    write,
+  };
+}
+
+const MEMBER = '/api/v2/asset-group-tags/1/members/101';
+
+/** The value of one sample in Prometheus text, or undefined when absent. */
+function sample(text: string, name: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? undefined : Number(line.slice(name.length + 1));
+}
+
+const workerLines = (proc: Proc, msg: string) => proc.lines.filter((l) => l.msg === msg && 'worker' in l);
+
+t.test('workers: "auto" is the number of cores the process may use', async (t) => {
+  t.equal(workerCount('auto'), availableParallelism());
+  t.equal(workerCount(3), 3);
+});
+
+t.test('two workers share the API port; /metrics adds up their registries', async (t) => {
+  const c = await startCluster(t);
+  const listening = c.proc.lines.filter((l) => l.msg === 'listening');
+  t.equal(listening.length, 1, 'one listening line, from the primary');
+  t.match(listening[0], { port: Number, admin_port: Number, workers: 2 });
+  t.not(c.port, 0);
+  const started = workerLines(c.proc, 'worker listening');
+  t.equal(new Set(started.map((l) => l.pid)).size, 2, 'two worker processes');
+  t.equal((await fetch(`http://127.0.0.1:${c.adminPort}/readyz`)).status, 200);
+  t.equal((await fetch(`http://127.0.0.1:${c.adminPort}/livez`)).status, 200);
+
+  const K = 12;
+  // One connection per request: node:cluster hands connections to the workers in turn.
+  for (let i = 0; i < K; i++) t.equal((await call(c, { method: 'GET', target: MEMBER })).status, 200);
+  const served = c.proc.lines.filter((l) => l.msg === 'request' && l.path === MEMBER);
+  t.equal(served.length, K);
+  t.equal(new Set(served.map((l) => l.worker)).size, 2, 'both workers served requests');
+
+  const res = await fetch(`http://127.0.0.1:${c.adminPort}/metrics`);
+  t.equal(res.status, 200);
+  t.match(res.headers.get('content-type'), /^text\/plain/);
+  const text = await res.text();
+  const labels = 'operation="GetAssetGroupTagMember",method="GET",status_class="2xx"';
+  t.equal(sample(text, `gateway_requests_total{${labels}}`), K, 'the counts of both workers, summed');
+  t.equal(sample(text, 'gateway_request_duration_seconds_count{operation="GetAssetGroupTagMember"}'), K);
+  t.ok(sample(text, 'process_resident_memory_bytes')! > 0, 'process metrics of the workers');
+  t.equal(text.match(/^nodejs_version_info\{/gm)?.length, 1, 'one version line, not one per worker');
+  t.equal(sample(text, 'process_start_time_seconds'), undefined, 'no meaningless sum of start times');
+
+  c.proc.child.kill('SIGTERM');
+  t.equal(await c.proc.exited, 0);
+});
+
+t.test('a worker that dies is replaced and the port keeps serving', async (t) => {
+  const c = await startCluster(t);
+  const first = workerLines(c.proc, 'worker listening');
+  const victim = first[0]!;
+  process.kill(victim.pid as number, 'SIGKILL');
+  const exited = await c.proc.waitFor((l) => l.msg === 'worker exited; starting another');
+  t.match(exited, { level: 'error', pid: victim.pid, signal: 'SIGKILL', restart_in_ms: Number });
+  const replacement = await c.proc.waitFor(
+    (l) => l.msg === 'worker listening' && !first.some((f) => f.pid === l.pid),
+  );
+  t.ok(replacement.pid);
+  for (let i = 0; i < 6; i++) t.equal((await call(c, { method: 'GET', target: MEMBER })).status, 200);
+  const served = c.proc.lines.filter((l) => l.msg === 'request' && l.worker === replacement.worker);
+  t.ok(served.length > 0, 'the new worker serves on the same port');
+  t.equal((await fetch(`http://127.0.0.1:${c.adminPort}/readyz`)).status, 200);
+  c.proc.child.kill('SIGTERM');
+  t.equal(await c.proc.exited, 0);
+});
+
+t.test('SIGTERM drains every worker: not ready, in-flight request answered, exit 0', async (t) => {
+  const c = await startCluster(t);
+  t.equal((await fetch(`http://127.0.0.1:${c.adminPort}/readyz`)).status, 200);
+
+  // A request whose body is still arriving when SIGTERM comes.
+  const target = '/api/v2/sso-providers/1';
+  const form = '--b\r\nContent-Disposition: form-data; name="name"\r\n\r\nDrained Name\r\n--b--\r\n';
+  let sent!: () => void;
+  const req = httpRequest({
+    host: '127.0.0.1',
+    port: c.port,
+    method: 'PATCH',
+    path: target,
+    headers: {
+      ...signed({ method: 'PATCH', target, body: form }),
+      'Content-Type': 'multipart/form-data; boundary=b',
+      'Content-Length': Buffer.byteLength(form),
+    },
+  });
+  const answered = new Promise<number>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+  });
+  req.write(form.slice(0, 10), () => sent());
+  await new Promise<void>((resolve) => (sent = resolve));
+  // Let the part already written reach a worker before the signal.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+
+  c.proc.child.kill('SIGTERM');
+  await c.proc.waitFor((l) => l.msg === 'draining' && !('worker' in l));
+  // A second signal while draining changes nothing.
+  c.proc.child.kill('SIGTERM');
+  t.equal((await fetch(`http://127.0.0.1:${c.adminPort}/readyz`)).status, 503, 'not ready while draining');
+  req.end(form.slice(10));
+  t.ok((await answered) > 0, 'the in-flight request was answered, not cut');
+  t.equal(await c.proc.exited, 0);
+  t.equal(workerLines(c.proc, 'stopped').length, 2, 'each worker stopped');
+  t.match(c.proc.lines.at(-1), { msg: 'stopped' });
+  t.notOk('worker' in c.proc.lines.at(-1)!, 'the primary stops last');
+});
+
+t.test('SIGHUP reloads every worker; an invalid configuration keeps the old one', async (t) => {
+  const c = await startCluster(t, { prefer: { default_wait: 30 } });
+  const applied = async () => {
+    const answers = [];
+    for (let i = 0; i < 4; i++) {
+      answers.push((await call(c, { method: 'GET', target: MEMBER })).headers['preference-applied']);
+    }
+    return [...new Set(answers)];
+  };
+  t.same(await applied(), ['wait=30']);
+
+  c.write({ prefer: { default_wait: 7 } });
+  c.proc.child.kill('SIGHUP');
+  await c.proc.waitForCount((l) => l.msg === 'configuration reloaded' && 'worker' in l, 2);
+  t.same(await applied(), ['wait=7'], 'every worker took the new configuration');
+
+  c.write({ prefer: { default_wait: 'seven' } });
+  c.proc.child.kill('SIGHUP');
+  const failed = (l: Line) => typeof l.msg === 'string' && l.msg.startsWith('configuration reload failed');
+  await c.proc.waitForCount(failed, 2);
+  t.match(c.proc.lines.find(failed), { problems: [/prefer\.default_wait/] }, 'each worker says why');
+  t.same(await applied(), ['wait=7'], 'old configuration still in force');
+  c.proc.child.kill('SIGTERM');
+  t.equal(await c.proc.exited, 0);
+});
+
+t.test('a worker that cannot start stops the whole gateway with exit 1', async (t) => {
+  const upstream = await startUpstream();
+  t.teardown(() => upstream.server.close());
+  const dir = copySampleData();
+  writeFileSync(path.join(dir, 'asset-group-tags.json'), '{ not json');
+  const file = path.join(dir, 'gateway.yaml');
+  writeFileSync(
+    file,
+    stringify(
+      merge(baseConfig(), {
+        server: { workers: 2 },
+        backends: {
+          sso_providers: { type: 'upstream', url: upstream.url, auth: { type: 'bearer', token: 't' } },
+        },
+      }),
+    ),
+  );
+  const proc = spawnGateway(file);
+  t.teardown(() => proc.child.kill('SIGKILL'));
+  t.equal(await proc.exited, 1);
+  t.match(proc.stderr(), /asset-group-tags\.json/);
+  t.ok(proc.lines.some((l) => l.msg === 'a worker failed to start'));
+  t.notOk(proc.lines.some((l) => l.msg === 'listening'));
+});
+
+t.test('an admin port already taken stops the primary before any worker starts', async (t) => {
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => taken.close());
+  const upstream = await startUpstream();
+  t.teardown(() => upstream.server.close());
+  const dir = copySampleData();
+  const file = path.join(dir, 'gateway.yaml');
+  writeFileSync(
+    file,
+    stringify(
+      merge(baseConfig(), {
+        server: { workers: 2 },
+        admin: { port: (taken.address() as AddressInfo).port },
+        backends: {
+          sso_providers: { type: 'upstream', url: upstream.url, auth: { type: 'bearer', token: 't' } },
+        },
+      }),
+    ),
+  );
+  const proc = spawnGateway(file);
+  t.teardown(() => proc.child.kill('SIGKILL'));
+  t.equal(await proc.exited, 1);
+  t.match(proc.stderr(), /EADDRINUSE/);
+  t.equal(proc.lines.length, 0);
+});

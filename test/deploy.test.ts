@@ -1,0 +1,279 @@
+/**
+ * deploy/: the alert rules and the Grafana dashboard name only metrics the gateway exports, every YAML
+ * file parses, the ConfigMap's gateway.yaml is a valid configuration, and the image, the manifests and
+ * the configuration agree with one another (ports, probes, grace periods, writable paths, secrets).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { parse, parseAllDocuments } from 'yaml';
+import { ConfigReference } from '../src/config/leaves.js';
+import { loadConfigFile } from '../src/config/load.js';
+import {
+  DEPLOY,
+  docsOf,
+  exportedNames,
+  type Expression,
+  filesUnder,
+  K8S,
+  manifests,
+  metricNames,
+  dashboardExpressions,
+  ruleExpressions,
+} from './helpers/deploy.js';
+import { request, ROOT, startGateway } from './helpers/gateway.js';
+
+t.test('the extractor finds metric names and only them', async (t) => {
+  const expr = `histogram_quantile(0.99, sum by (le, operation) (rate(x_bucket{operation!="unmatched"}[5m])))
+    / ignoring (instance) group_left bogus_metric_total offset 1h > bool 1e3
+    and on (job) absent(up{job=~"$job", instance="a:b"}) or sum without (kind) (y:recorded[1h:5m]) unless z`;
+  t.same(metricNames(expr).sort(), ['bogus_metric_total', 'up', 'x_bucket', 'y:recorded', 'z']);
+  const exported = exportedNames('# TYPE h histogram\n# TYPE c_total counter\n# TYPE s summary\n');
+  t.same([...exported].sort(), ['c_total', 'h_bucket', 'h_count', 'h_sum', 's', 's_count', 's_sum']);
+  t.same(
+    metricNames('rate(c_total[5m]) + bogus_metric_total').filter((n) => !exported.has(n)),
+    ['bogus_metric_total'],
+    'a name the gateway does not export is reported',
+  );
+});
+
+t.test('every metric named by the alert rules and the dashboard is exported', async (t) => {
+  const gw = await startGateway();
+  t.teardown(() => gw.close());
+  const res = await request({ port: gw.adminPort }, { method: 'GET', target: '/metrics' });
+  t.equal(res.status, 200);
+  const exported = exportedNames(res.body.toString());
+  t.ok(exported.has('gateway_request_duration_seconds_bucket') && exported.has('process_start_time_seconds'));
+
+  const rules = ruleExpressions();
+  const panels = dashboardExpressions();
+  t.ok(rules.length >= 7 && panels.length >= 10, `${rules.length} rules, ${panels.length} dashboard queries`);
+  const missing = [...rules, ...panels].flatMap(({ where, expr }) =>
+    metricNames(expr)
+      .filter((n) => !exported.has(n))
+      .map((n) => `${where}: ${n}`),
+  );
+  t.same(missing, [], 'metrics named in deploy/ that /metrics does not export');
+
+  // What the issue asks the rules and the dashboard to watch.
+  const named = (list: Expression[]) => new Set(list.flatMap((e) => metricNames(e.expr)));
+  const inRules = named(rules);
+  for (const m of [
+    'gateway_requests_total',
+    'gateway_request_duration_seconds_bucket',
+    'gateway_auth_failures_total',
+    'gateway_upstream_errors_total',
+    'gateway_deadline_exceeded_total',
+    'gateway_checksum_cache_requests_total',
+    'process_start_time_seconds',
+  ]) {
+    t.ok(inRules.has(m), `an alert watches ${m}`);
+  }
+  const inDashboard = named(panels);
+  for (const m of [
+    'gateway_requests_total',
+    'gateway_request_duration_seconds_bucket',
+    'gateway_auth_failures_total',
+    'gateway_checksum_cache_requests_total',
+    'gateway_upstream_errors_total',
+    'process_cpu_seconds_total',
+    'process_resident_memory_bytes',
+  ]) {
+    t.ok(inDashboard.has(m), `the dashboard shows ${m}`);
+  }
+  for (const { where, rule } of rules) {
+    t.ok(rule.alert && rule.labels?.severity && rule.annotations?.summary, `${where}: severity and summary`);
+    t.match(rule.expr, /job="bh-gateway"/, `${where}: selects the ServiceMonitor's job`);
+  }
+});
+
+t.test('every YAML file under deploy/ parses, each document a Kubernetes object', async (t) => {
+  const files = filesUnder(DEPLOY, /\.ya?ml$/);
+  t.ok(files.length >= 9, `${files.length} YAML files`);
+  for (const file of files) {
+    const docs = parseAllDocuments(readFileSync(file, 'utf8'));
+    for (const doc of docs) {
+      t.same(doc.errors, [], `${path.relative(ROOT, file)} parses`);
+      const js = doc.toJS();
+      t.ok(js.apiVersion && js.kind, `${path.relative(ROOT, file)}: ${js.kind} has apiVersion and kind`);
+    }
+  }
+  for (const file of filesUnder(DEPLOY, /\.json$/))
+    t.doesNotThrow(() => JSON.parse(readFileSync(file, 'utf8')));
+});
+
+t.test("the ConfigMap's gateway.yaml passes gateway check-config", async (t) => {
+  const { one } = manifests();
+  const dir = t.testdir({ 'gateway.yaml': one('ConfigMap', 'bh-gateway-config').data['gateway.yaml'] });
+  const r = spawnSync(
+    process.execPath,
+    [path.join(ROOT, 'dist', 'cli.js'), 'check-config', `${dir}/gateway.yaml`],
+    {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH },
+    },
+  );
+  t.equal(r.status, 0, r.stderr);
+  t.match(r.stdout, /configuration is valid/);
+});
+
+t.test('the manifests and the configuration agree', async (t) => {
+  const { docs, one } = manifests();
+  const deployment = one('Deployment');
+  const pod = deployment.spec.template.spec;
+  const [container] = pod.containers;
+  const dir = t.testdir({ 'gateway.yaml': one('ConfigMap', 'bh-gateway-config').data['gateway.yaml'] });
+  const config = loadConfigFile(path.join(dir, 'gateway.yaml'), { resolve: false });
+  const port = (name: string) => container.ports.find((p: any) => p.name === name)?.containerPort;
+  const volumes = new Map<string, any>(pod.volumes.map((v: any) => [v.name, v]));
+  const mountOf = (file: string) =>
+    container.volumeMounts.find((m: any) => file.startsWith(`${m.mountPath}/`));
+
+  t.same([config.server.host, config.admin.host], ['0.0.0.0', '0.0.0.0'], 'listeners reachable in the pod');
+  t.same([port('http'), port('admin')], [config.server.port, config.admin.port]);
+  t.same(container.livenessProbe.httpGet, { path: '/livez', port: 'admin' });
+  t.same(container.readinessProbe.httpGet, { path: '/readyz', port: 'admin' });
+
+  const [sleep, seconds] = container.lifecycle.preStop.exec.command;
+  t.equal(sleep, 'sleep');
+  t.ok(
+    pod.terminationGracePeriodSeconds > Number(seconds) + config.server.shutdown_grace / 1000,
+    'the grace period covers the preStop delay and the drain',
+  );
+
+  t.equal(pod.securityContext.runAsNonRoot, true);
+  t.match(container.securityContext, {
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true,
+    capabilities: { drop: ['ALL'] },
+  });
+  t.match(container.resources, {
+    requests: { cpu: String, memory: String },
+    limits: { cpu: String, memory: String },
+  });
+  const writable = container.volumeMounts.filter((m: any) => !m.readOnly);
+  for (const m of writable) t.ok(volumes.get(m.name).emptyDir, `${m.mountPath} is an emptyDir`);
+  const tmp = config.server.tmp_dir as string;
+  t.ok(writable.includes(mountOf(`${tmp}/x`)), 'server.tmp_dir is on a writable emptyDir');
+
+  const configFile = container.args[container.args.indexOf('--config') + 1];
+  t.equal(volumes.get(mountOf(configFile).name).configMap.name, 'bh-gateway-config');
+
+  // Every secret of the configuration is a reference to a key of the Secret, never a value.
+  const secret = one('Secret');
+  t.same(
+    Object.values(secret.stringData).filter((v) => v !== ''),
+    [],
+    'the example Secret holds no secret',
+  );
+  const stores = Object.values(config.backends).filter((b) => b.type === 'postgres');
+  const secrets = [config.auth.jwt.hs256_secret, ...config.auth.signature.tokens.map((k) => k.key)];
+  for (const ref of [...secrets, ...stores.map((b) => b.url)] as unknown[]) {
+    if (!(ref instanceof ConfigReference)) {
+      t.fail(`a secret is written in the ConfigMap: ${String(ref)}`);
+      continue;
+    }
+    const [, kind, target] = /^\$\{(env|file):(.*)\}$/.exec(ref.source) ?? [];
+    const key =
+      kind === 'env'
+        ? container.env.find((e: any) => e.name === target)?.valueFrom?.secretKeyRef
+        : {
+            name: volumes.get(mountOf(target as string)?.name)?.secret?.secretName,
+            key: path.basename(target!),
+          };
+    t.equal(key?.name, secret.metadata.name, `${target} comes from the Secret`);
+    t.ok(key?.key in secret.stringData, `${target} is a key of the Secret`);
+  }
+
+  // More than one replica: what is written must be shared, so no local store.
+  const hpa = one('HorizontalPodAutoscaler');
+  t.same(hpa.spec.scaleTargetRef, { apiVersion: 'apps/v1', kind: 'Deployment', name: 'bh-gateway' });
+  t.ok(
+    deployment.spec.replicas > 1 && hpa.spec.minReplicas > 1 && hpa.spec.maxReplicas >= hpa.spec.minReplicas,
+  );
+  t.same(
+    [config.backends.sso_providers.type, config.backends.asset_group_tags.type],
+    ['postgres', 'postgres'],
+  );
+  const collectors = config.backends.collectors;
+  t.ok(
+    collectors.type !== 'local' || existsSync(collectors.path.replace(/^\/app\//, `${ROOT}/`)),
+    'in the image',
+  );
+
+  // Selectors: the Services, the budget and the ServiceMonitor find what they should.
+  const labels = deployment.spec.template.metadata.labels;
+  const selects = (sel: Record<string, string>, of: Record<string, string>) =>
+    Object.keys(sel).length > 0 && Object.entries(sel).every(([k, v]) => of[k] === v);
+  const services = docs.filter((d) => d.kind === 'Service');
+  for (const s of services) {
+    t.ok(selects(s.spec.selector, labels), `Service ${s.metadata.name} selects the pods`);
+    for (const p of s.spec.ports) t.ok(port(p.targetPort), `${s.metadata.name} targets ${p.targetPort}`);
+  }
+  t.ok(selects(one('PodDisruptionBudget').spec.selector.matchLabels, labels));
+  const monitor = one('ServiceMonitor');
+  const scraped = services.filter((s) => selects(monitor.spec.selector.matchLabels, s.metadata.labels));
+  t.equal(scraped.length, 1, 'the ServiceMonitor scrapes one Service');
+  const endpoint = scraped[0].spec.ports.find((p: any) => p.name === monitor.spec.endpoints[0].port);
+  t.equal(endpoint?.targetPort, 'admin', 'on the admin port');
+  t.notOk(services.some((s) => s !== scraped[0] && s.spec.ports.some((p: any) => p.targetPort === 'admin')));
+  t.equal(scraped[0].metadata.labels[monitor.spec.jobLabel], 'bh-gateway', 'the job the alert rules select');
+});
+
+t.test('the kustomization lists every manifest but the Secret example', async (t) => {
+  const kustomization = parse(readFileSync(path.join(K8S, 'kustomization.yaml'), 'utf8'));
+  const listed: string[] = kustomization.resources;
+  for (const f of listed) t.ok(existsSync(path.join(K8S, f)), `${f} exists`);
+  const expected = readdirSync(K8S).filter((f) => !['kustomization.yaml', 'secret.example.yaml'].includes(f));
+  t.same([...listed].sort(), expected.sort());
+  const kubectl = spawnSync('kubectl', ['kustomize', K8S], { encoding: 'utf8' });
+  if (kubectl.error) return t.skip('kubectl is not installed');
+  t.equal(kubectl.status, 0, kubectl.stderr);
+  const built = parseAllDocuments(kubectl.stdout).map((d) => d.toJS());
+  const id = (d: any) => `${d.kind}/${d.metadata.name}`;
+  const sources = listed.flatMap((f) => docsOf(path.join(K8S, f)));
+  t.same(built.map(id).sort(), sources.map(id).sort(), 'kustomize builds every listed object');
+  t.ok(built.every((d) => d.kind === 'Namespace' || d.metadata.namespace === 'bh-gateway'));
+});
+
+t.test(
+  'the image runs the gateway as PID 1, non-root, with the ports and paths of the manifests',
+  async (t) => {
+    const dockerfile = readFileSync(path.join(DEPLOY, 'Dockerfile'), 'utf8');
+    const lines = dockerfile.split('\n').filter((l) => l && !l.startsWith('#'));
+    const last = (word: string) =>
+      lines
+        .filter((l) => l.startsWith(`${word} `))
+        .at(-1)
+        ?.slice(word.length + 1);
+    const froms = lines.filter((l) => l.startsWith('FROM '));
+    t.equal(froms.length, 2, 'two stages');
+    t.match(dockerfile, /^ARG NODE_IMAGE=node:20-slim$/m);
+    t.match(dockerfile, /^RUN npm ci --omit=dev --ignore-scripts/m);
+    t.equal(last('ENTRYPOINT'), '["node", "dist/cli.js"]', 'exec form, no npm or shell in front');
+
+    const { one } = manifests();
+    const pod = one('Deployment').spec.template.spec;
+    const [container] = pod.containers;
+    t.equal(last('USER'), `${pod.securityContext.runAsUser}:${pod.securityContext.runAsGroup}`);
+    t.same(
+      last('EXPOSE')?.split(' ').map(Number),
+      container.ports.map((p: any) => p.containerPort),
+    );
+    t.same(JSON.parse(last('CMD') ?? ''), container.args);
+
+    // What the stages copy from the context exists and is let through by the .dockerignore allow-list.
+    const allowed = readFileSync(path.join(ROOT, '.dockerignore'), 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('!'))
+      .map((l) => l.slice(1));
+    const copied = lines
+      .filter((l) => l.startsWith('COPY ') && !l.includes('--from'))
+      .flatMap((l) => l.split(' ').slice(1, -1));
+    t.ok(copied.length >= 5);
+    for (const src of copied) {
+      t.ok(existsSync(path.join(ROOT, src)) && allowed.includes(src), `${src} reaches the build`);
+    }
+  },
+);

@@ -1,0 +1,120 @@
+/**
+ * The real PostgreSQL for tests: each test run works in a database (or schema) of its own, created
+ * here and dropped at teardown. Where PostgreSQL is unreachable the tests are skipped with a visible
+ * message, except in CI (`CI=true`), where that is a failure.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import type { Test } from 'tap';
+import { runImport } from '../../src/cli/import.js';
+
+/** The database tests connect to first (trust auth); override with `GATEWAY_TEST_POSTGRES_URL`. */
+export const ADMIN_URL = process.env.GATEWAY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+let reachable: Promise<boolean> | undefined;
+
+/**
+ * True when PostgreSQL answers. Otherwise: in CI a failing assertion, elsewhere a skipped test whose
+ * name says why; the caller then returns.
+ */
+export async function requirePostgres(t: Test): Promise<boolean> {
+  reachable ??= sql(ADMIN_URL, 'SELECT 1').then(
+    () => true,
+    () => false,
+  );
+  if (await reachable) return true;
+  const where = new URL(ADMIN_URL).host;
+  if (process.env.CI === 'true') {
+    t.fail(`PostgreSQL is not reachable at ${where}, and CI requires these tests to run`);
+  } else {
+    t.comment(`PostgreSQL is not reachable at ${where}: the PostgreSQL tests are skipped`);
+    t.skip(`PostgreSQL is not reachable at ${where}`, () => undefined);
+  }
+  return false;
+}
+
+/** Runs one statement on a connection of its own. */
+export async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return (await client.query<R>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+const unique = (prefix: string) => `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+
+/** `url` with its database replaced by `name`. */
+export function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/** A new, empty database, dropped (its connections cut) when `t` ends; resolves to its URL. */
+export async function createDatabase(t: Test): Promise<string> {
+  const name = unique('gw_test');
+  await sql(ADMIN_URL, `CREATE DATABASE ${name}`);
+  t.teardown(() => sql(ADMIN_URL, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  return withDatabase(ADMIN_URL, name);
+}
+
+/** A new schema in the database at `url`, dropped when `t` ends; resolves to a URL that works in it. */
+export async function createSchema(t: Test, url: string): Promise<string> {
+  const name = unique('s');
+  await sql(url, `CREATE SCHEMA ${name}`);
+  t.teardown(() => sql(url, `DROP SCHEMA IF EXISTS ${name} CASCADE`));
+  const u = new URL(url);
+  u.searchParams.set('options', `-c search_path=${name}`);
+  return u.toString();
+}
+
+/** Output of a command run in process. */
+export interface CommandResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command function (`runImport`, `runMigrate`) in process, capturing what it writes. */
+export async function runCli(
+  run: (argv: string[], io: { stdout(s: string): void; stderr(s: string): void; env: NodeJS.ProcessEnv }) => Promise<number>,
+  argv: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<CommandResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await run(argv, { stdout: (s) => (stdout += s), stderr: (s) => (stderr += s), env });
+  return { code, stdout, stderr };
+}
+
+/** Writes the given stores (local JSON formats) to a temporary folder and imports them into `url`. */
+export async function importStores(
+  t: Test,
+  url: string,
+  stores: { sso?: unknown; tags?: unknown },
+): Promise<CommandResult> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gateway-import-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const argv = ['--postgres', url];
+  if (stores.sso !== undefined) {
+    writeFileSync(path.join(dir, 'sso.json'), JSON.stringify(stores.sso));
+    argv.push('--sso-providers', path.join(dir, 'sso.json'));
+  }
+  if (stores.tags !== undefined) {
+    writeFileSync(path.join(dir, 'tags.json'), JSON.stringify(stores.tags));
+    argv.push('--asset-group-tags', path.join(dir, 'tags.json'));
+  }
+  const result = await runCli(runImport, argv);
+  if (result.code !== 0) throw new Error(`import failed: ${result.stderr}`);
+  return result;
+}
