@@ -17,7 +17,10 @@ export type Stage = (ctx: RequestContext) => void | Promise<void>;
 export interface PipelineParts {
   readonly prefer: Config['prefer'];
   readonly authenticate: Stage;
-  readonly operations: Readonly<Record<OperationId, Operation>>;
+  readonly operations: Readonly<Record<Exclude<OperationId, 'passthrough'>, Operation>> & {
+    /** Present when pass-through is configured: every other `/api/v2` request goes to it. */
+    readonly passthrough?: Operation;
+  };
 }
 
 /** The ordered stages for one configuration. */
@@ -29,7 +32,7 @@ export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [na
       'route',
       (ctx) => {
         try {
-          ctx.route = routeRequest(ctx.req, ctx.path);
+          ctx.route = routeRequest(ctx.req, ctx.path, operations.passthrough !== undefined);
         } catch (err) {
           // Every response says which wait applied, a refusal before the Prefer stage too.
           appliedWaitOnRefusal(ctx, prefer);
@@ -65,5 +68,6 @@ function appliedWaitOnRefusal(ctx: RequestContext, prefer: Config['prefer']): vo
 }
 
 function operationOf(ctx: RequestContext, operations: PipelineParts['operations']): Operation {
-  return operations[(ctx.route as NonNullable<RequestContext['route']>).operation];
+  // The router names `passthrough` only when that operation is configured.
+  return operations[(ctx.route as NonNullable<RequestContext['route']>).operation] as Operation;
 }

@@ -13,6 +13,7 @@ import type { CollectorsBackend } from './collectors/backend.js';
 import { createChecksumCache } from './collectors/cache.js';
 import { openLocalCollectors } from './collectors/local.js';
 import { createUpstreamCollectors } from './collectors/upstream.js';
+import { createPassthrough, type PassthroughBackend } from './passthrough/proxy.js';
 import { openPostgres, type PostgresStores } from './postgres/index.js';
 import type { SsoProvidersBackend } from './sso-providers/backend.js';
 import { createLocalSsoProviders } from './sso-providers/local.js';
@@ -20,6 +21,8 @@ import { createPostgresSsoProviders } from './sso-providers/postgres.js';
 import { createUpstreamSsoProviders } from './sso-providers/upstream.js';
 
 export interface Backends {
+  /** Present when `passthrough` is configured. */
+  readonly passthrough: PassthroughBackend | undefined;
   readonly collectors: CollectorsBackend;
   readonly ssoProviders: SsoProvidersBackend;
   readonly assetGroupTags: AssetGroupTagsBackend;
@@ -86,7 +89,10 @@ export async function createBackends(config: Config, deps: BackendDeps): Promise
       ),
     ]);
     const pools = await Promise.all(databases.values());
+    const passthrough = config.passthrough && createPassthrough(config.passthrough, upstream);
+    if (passthrough) opened.push(passthrough);
     return {
+      passthrough,
       collectors,
       ssoProviders,
       assetGroupTags,

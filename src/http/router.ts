@@ -7,7 +7,12 @@ import type { IncomingMessage } from 'node:http';
 import { errors } from '../errors.js';
 
 /** The operation ids, used as the `operation` label of metrics and in log lines. */
-export type OperationId = 'GetCollectorChecksum' | 'UpdateSSOProvider' | 'GetAssetGroupTagMember';
+export type OperationId =
+  | 'GetCollectorChecksum'
+  | 'UpdateSSOProvider'
+  | 'GetAssetGroupTagMember'
+  /** Any other `/api/v2` request, forwarded to the service when pass-through is configured. */
+  | 'passthrough';
 
 /** A matched route: the operation and its path parameters, percent-decoded. */
 export interface Route {
@@ -21,6 +26,8 @@ interface RouteSpec {
   /** Path segments; `{name}` is a parameter. */
   readonly segments: readonly string[];
 }
+
+const PASSTHROUGH: Route = Object.freeze({ operation: 'passthrough', params: Object.freeze({}) });
 
 const SPECS: readonly RouteSpec[] = [
   {
@@ -59,15 +66,21 @@ function checkTarget(path: string): string[] {
 
 /**
  * The route for `method` and the path `segments` (checked by `checkTarget`). Throws 404 for an
- * unknown path and 405 (with `Allow`) for a known path with another method.
+ * unknown path and 405 (with `Allow`) for a known path with another method; with `passthrough`,
+ * both are the pass-through route instead when the path is under `/api/v2`.
  */
-function route(method: string, segments: readonly string[]): Route {
+function route(method: string, segments: readonly string[], passthrough: boolean): Route {
+  const forwarded = passthrough && segments[0] === 'api' && segments[1] === 'v2';
   for (const spec of SPECS) {
     const params = match(spec.segments, segments);
     if (!params) continue;
-    if (!spec.methods.includes(method)) throw errors.methodNotAllowed(spec.methods.join(', '));
+    if (!spec.methods.includes(method)) {
+      if (forwarded) return PASSTHROUGH;
+      throw errors.methodNotAllowed(spec.methods.join(', '));
+    }
     return { operation: spec.operation, params };
   }
+  if (forwarded) return PASSTHROUGH;
   throw errors.notFound();
 }
 
@@ -97,12 +110,12 @@ function decode(segment: string): string {
 }
 
 /**
- * The route of a request, from its raw path (the target without its query): 400 for a missing HTTP/1.1 `Host` or an unsafe target,
- * 404 / 405 by `route`, then 417 for an `Expect` other than 100-continue (which Node leaves to us).
+ * The route of a request, from its raw path (the target without its query): 400 for a missing
+ * HTTP/1.1 `Host` or an unsafe target, 404 / 405 (or pass-through) by `route`, then 417 for an `Expect` other than 100-continue (which Node leaves to us).
  */
-export function routeRequest(req: IncomingMessage, path: string): Route {
+export function routeRequest(req: IncomingMessage, path: string, passthrough = false): Route {
   if (req.headers.host === undefined && req.httpVersion === '1.1') throw errors.missingHost();
-  const matched = route(req.method ?? '', checkTarget(path));
+  const matched = route(req.method ?? '', checkTarget(path), passthrough);
   const expect = req.headers.expect;
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') throw errors.expectationFailed();
   return matched;

@@ -3,7 +3,6 @@
  * outgoing authentication of its configuration, and its reachability for `/readyz`. undici's errors
  * become catalogue errors here, where they enter: unreachable 502, slow 504.
  */
-import { connect } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Pool, errors as undici, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
@@ -12,6 +11,7 @@ import type { RequestContext } from '../http/context.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { readBounded } from './answer.js';
+import { probeReachability } from './probe.js';
 import { authHeaders, forwardingHeaders, type OutgoingBody } from './outgoing.js';
 
 /** What an upstream request is: the method and raw target as they go out, and what goes with them. */
@@ -47,9 +47,6 @@ export interface UpstreamDeps {
   readonly trustProxy: boolean;
 }
 
-/** How often an idle upstream's reachability is checked (a TCP connect), in ms. */
-const PROBE_INTERVAL = 5_000;
-
 /** A client for `config`; `name` labels its metrics and log lines (`collectors`, `passthrough`, …). */
 export function createUpstreamClient(
   config: Omit<UpstreamConfig, 'type'>,
@@ -67,29 +64,8 @@ export function createUpstreamClient(
     maxResponseSize: config.max_response_size,
   });
   const { metrics, logger } = deps;
-  let reachable: boolean | undefined;
-  const mark = (ok: boolean, kind?: string) => {
-    if (ok !== reachable) {
-      if (ok) logger.info({ backend: name }, 'upstream reachable');
-      else logger.warn({ backend: name, kind }, 'upstream unreachable');
-    }
-    reachable = ok;
-  };
-
-  const probe = () => {
-    const socket = connect({
-      host: url.hostname.replace(/^\[|\]$/g, ''),
-      port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
-    });
-    socket.setTimeout(config.connect_timeout, () => socket.destroy(new Error('connect timeout')));
-    socket.once('connect', () => {
-      mark(true);
-      socket.destroy();
-    });
-    socket.once('error', () => mark(false, 'connect'));
-  };
-  probe();
-  const timer = setInterval(probe, PROBE_INTERVAL).unref();
+  const reachability = probeReachability(url, config.connect_timeout, name, logger);
+  const mark = reachability.mark;
 
   return {
     async send(request) {
@@ -129,9 +105,9 @@ export function createUpstreamClient(
         throw translate(err, signal);
       }
     },
-    ready: () => reachable === true,
+    ready: () => reachability.ready(),
     async close() {
-      clearInterval(timer);
+      reachability.close();
       await pool.close().catch(() => pool.destroy());
     },
   };
