@@ -130,111 +130,139 @@ t.test('the manifests and the configuration agree', async (t) => {
   const mountOf = (file: string) =>
     container.volumeMounts.find((m: any) => file.startsWith(`${m.mountPath}/`));
 
-  t.same([config.server.host, config.admin.host], ['0.0.0.0', '0.0.0.0'], 'listeners reachable in the pod');
-  t.same([port('http'), port('admin')], [config.server.port, config.admin.port]);
-  t.same(container.livenessProbe.httpGet, { path: '/livez', port: 'admin' });
-  t.same(container.readinessProbe.httpGet, { path: '/readyz', port: 'admin' });
-
-  const [sleep, seconds] = container.lifecycle.preStop.exec.command;
-  t.equal(sleep, 'sleep');
-  t.ok(
-    pod.terminationGracePeriodSeconds > Number(seconds) + config.server.shutdown_grace / 1000,
-    'the grace period covers the preStop delay and the drain',
-  );
-
-  t.equal(pod.securityContext.runAsNonRoot, true);
-  t.match(container.securityContext, {
-    allowPrivilegeEscalation: false,
-    readOnlyRootFilesystem: true,
-    capabilities: { drop: ['ALL'] },
+  t.test('listeners on the pod network, probes on the admin port', async (t) => {
+    t.same([config.server.host, config.admin.host], ['0.0.0.0', '0.0.0.0'], 'listeners reachable in the pod');
+    t.same([port('http'), port('admin')], [config.server.port, config.admin.port]);
+    t.same(container.livenessProbe.httpGet, { path: '/livez', port: 'admin' });
+    t.same(container.readinessProbe.httpGet, { path: '/readyz', port: 'admin' });
   });
-  t.match(container.resources, {
-    requests: { cpu: String, memory: String },
-    limits: { cpu: String, memory: String },
+
+  t.test('the grace period covers the preStop delay and the drain', async (t) => {
+    const [sleep, seconds] = container.lifecycle.preStop.exec.command;
+    t.equal(sleep, 'sleep');
+    t.ok(
+      pod.terminationGracePeriodSeconds > Number(seconds) + config.server.shutdown_grace / 1000,
+      'the grace period covers the preStop delay and the drain',
+    );
   });
-  const writable = container.volumeMounts.filter((m: any) => !m.readOnly);
-  for (const m of writable) t.ok(volumes.get(m.name).emptyDir, `${m.mountPath} is an emptyDir`);
-  const tmp = config.server.tmp_dir as string;
-  t.ok(writable.includes(mountOf(`${tmp}/x`)), 'server.tmp_dir is on a writable emptyDir');
 
-  const configFile = container.args[container.args.indexOf('--config') + 1];
-  t.equal(volumes.get(mountOf(configFile).name).configMap.name, 'bh-gateway-config');
+  t.test('non-root, read-only, writable only where the gateway writes', async (t) => {
+    t.equal(pod.securityContext.runAsNonRoot, true);
+    t.match(container.securityContext, {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    t.match(container.resources, {
+      requests: { cpu: String, memory: String },
+      limits: { cpu: String, memory: String },
+    });
+    const writable = container.volumeMounts.filter((m: any) => !m.readOnly);
+    for (const m of writable) t.ok(volumes.get(m.name).emptyDir, `${m.mountPath} is an emptyDir`);
+    const tmp = config.server.tmp_dir as string;
+    t.ok(writable.includes(mountOf(`${tmp}/x`)), 'server.tmp_dir is on a writable emptyDir');
 
-  // Every secret of the configuration is a reference to a key of the Secret, never a value.
-  const secret = one('Secret');
-  t.same(
-    Object.values(secret.stringData).filter((v) => v !== ''),
-    [],
-    'the example Secret holds no secret',
-  );
-  const stores = Object.values(config.backends).filter((b) => b.type === 'postgres');
-  const secrets = [config.auth.jwt.hs256_secret, ...config.auth.signature.tokens.map((k) => k.key)];
-  for (const ref of [...secrets, ...stores.map((b) => b.url)] as unknown[]) {
-    if (!(ref instanceof ConfigReference)) {
-      t.fail(`a secret is written in the ConfigMap: ${String(ref)}`);
-      continue;
+    const configFile = container.args[container.args.indexOf('--config') + 1];
+    t.equal(volumes.get(mountOf(configFile).name).configMap.name, 'bh-gateway-config');
+  });
+
+  t.test('secrets are references to keys of the Secret', async (t) => {
+    // Every secret of the configuration is a reference to a key of the Secret, never a value.
+    const secret = one('Secret');
+    t.same(
+      Object.values(secret.stringData).filter((v) => v !== ''),
+      [],
+      'the example Secret holds no secret',
+    );
+    const stores = Object.values(config.backends).filter((b) => b.type === 'postgres');
+    const secrets = [config.auth.jwt.hs256_secret, ...config.auth.signature.tokens.map((k) => k.key)];
+    for (const ref of [...secrets, ...stores.map((b) => b.url)] as unknown[]) {
+      if (!(ref instanceof ConfigReference)) {
+        t.fail(`a secret is written in the ConfigMap: ${String(ref)}`);
+        continue;
+      }
+      const [, kind, target] = /^\$\{(env|file):(.*)\}$/.exec(ref.source) ?? [];
+      const key =
+        kind === 'env'
+          ? container.env.find((e: any) => e.name === target)?.valueFrom?.secretKeyRef
+          : {
+              name: volumes.get(mountOf(target as string)?.name)?.secret?.secretName,
+              key: path.basename(target!),
+            };
+      t.equal(key?.name, secret.metadata.name, `${target} comes from the Secret`);
+      t.ok(key?.key in secret.stringData, `${target} is a key of the Secret`);
     }
-    const [, kind, target] = /^\$\{(env|file):(.*)\}$/.exec(ref.source) ?? [];
-    const key =
-      kind === 'env'
-        ? container.env.find((e: any) => e.name === target)?.valueFrom?.secretKeyRef
-        : {
-            name: volumes.get(mountOf(target as string)?.name)?.secret?.secretName,
-            key: path.basename(target!),
-          };
-    t.equal(key?.name, secret.metadata.name, `${target} comes from the Secret`);
-    t.ok(key?.key in secret.stringData, `${target} is a key of the Secret`);
-  }
+  });
 
-  // More than one replica: what is written must be shared, so no local store.
-  const hpa = one('HorizontalPodAutoscaler');
-  t.same(hpa.spec.scaleTargetRef, { apiVersion: 'apps/v1', kind: 'Deployment', name: 'bh-gateway' });
-  t.ok(
-    deployment.spec.replicas > 1 && hpa.spec.minReplicas > 1 && hpa.spec.maxReplicas >= hpa.spec.minReplicas,
-  );
-  t.same(
-    [config.backends.sso_providers.type, config.backends.asset_group_tags.type],
-    ['postgres', 'postgres'],
-  );
-  const collectors = config.backends.collectors;
-  t.ok(
-    collectors.type !== 'local' || existsSync(collectors.path.replace(/^\/app\//, `${ROOT}/`)),
-    'in the image',
-  );
+  t.test('replicas share their data through PostgreSQL', async (t) => {
+    // More than one replica: what is written must be shared, so no local store.
+    const hpa = one('HorizontalPodAutoscaler');
+    t.same(hpa.spec.scaleTargetRef, { apiVersion: 'apps/v1', kind: 'Deployment', name: 'bh-gateway' });
+    t.ok(
+      deployment.spec.replicas > 1 &&
+        hpa.spec.minReplicas > 1 &&
+        hpa.spec.maxReplicas >= hpa.spec.minReplicas,
+    );
+    t.same(
+      [config.backends.sso_providers.type, config.backends.asset_group_tags.type],
+      ['postgres', 'postgres'],
+    );
+    const collectors = config.backends.collectors;
+    t.ok(
+      collectors.type !== 'local' || existsSync(collectors.path.replace(/^\/app\//, `${ROOT}/`)),
+      'the local collectors folder ships in the image',
+    );
+  });
 
-  // Selectors: the Services, the budget and the ServiceMonitor find what they should.
-  const labels = deployment.spec.template.metadata.labels;
-  const selects = (sel: Record<string, string>, of: Record<string, string>) =>
-    Object.keys(sel).length > 0 && Object.entries(sel).every(([k, v]) => of[k] === v);
-  const services = docs.filter((d) => d.kind === 'Service');
-  for (const s of services) {
-    t.ok(selects(s.spec.selector, labels), `Service ${s.metadata.name} selects the pods`);
-    for (const p of s.spec.ports) t.ok(port(p.targetPort), `${s.metadata.name} targets ${p.targetPort}`);
-  }
-  t.ok(selects(one('PodDisruptionBudget').spec.selector.matchLabels, labels));
-  const monitor = one('ServiceMonitor');
-  const scraped = services.filter((s) => selects(monitor.spec.selector.matchLabels, s.metadata.labels));
-  t.equal(scraped.length, 1, 'the ServiceMonitor scrapes one Service');
-  const endpoint = scraped[0].spec.ports.find((p: any) => p.name === monitor.spec.endpoints[0].port);
-  t.equal(endpoint?.targetPort, 'admin', 'on the admin port');
-  t.notOk(services.some((s) => s !== scraped[0] && s.spec.ports.some((p: any) => p.targetPort === 'admin')));
-  t.equal(scraped[0].metadata.labels[monitor.spec.jobLabel], 'bh-gateway', 'the job the alert rules select');
+  t.test('the Services, the budget and the ServiceMonitor select the right objects', async (t) => {
+    // Selectors: the Services, the budget and the ServiceMonitor find what they should.
+    const labels = deployment.spec.template.metadata.labels;
+    const selects = (sel: Record<string, string>, of: Record<string, string>) =>
+      Object.keys(sel).length > 0 && Object.entries(sel).every(([k, v]) => of[k] === v);
+    const services = docs.filter((d) => d.kind === 'Service');
+    for (const s of services) {
+      t.ok(selects(s.spec.selector, labels), `Service ${s.metadata.name} selects the pods`);
+      for (const p of s.spec.ports) t.ok(port(p.targetPort), `${s.metadata.name} targets ${p.targetPort}`);
+    }
+    t.ok(selects(one('PodDisruptionBudget').spec.selector.matchLabels, labels));
+    const monitor = one('ServiceMonitor');
+    const scraped = services.filter((s) => selects(monitor.spec.selector.matchLabels, s.metadata.labels));
+    t.equal(scraped.length, 1, 'the ServiceMonitor scrapes one Service');
+    const endpoint = scraped[0].spec.ports.find((p: any) => p.name === monitor.spec.endpoints[0].port);
+    t.equal(endpoint?.targetPort, 'admin', 'on the admin port');
+    t.notOk(
+      services.some((s) => s !== scraped[0] && s.spec.ports.some((p: any) => p.targetPort === 'admin')),
+    );
+    t.equal(
+      scraped[0].metadata.labels[monitor.spec.jobLabel],
+      'bh-gateway',
+      'the job the alert rules select',
+    );
+  });
 });
+
+const kubectl = spawnSync('kubectl', ['kustomize', K8S], { encoding: 'utf8' });
 
 t.test('the kustomization lists every manifest but the Secret example', async (t) => {
   const kustomization = parse(readFileSync(path.join(K8S, 'kustomization.yaml'), 'utf8'));
   const listed: string[] = kustomization.resources;
   for (const f of listed) t.ok(existsSync(path.join(K8S, f)), `${f} exists`);
   const expected = readdirSync(K8S).filter((f) => !['kustomization.yaml', 'secret.example.yaml'].includes(f));
-  t.same([...listed].sort(), expected.sort());
-  const kubectl = spawnSync('kubectl', ['kustomize', K8S], { encoding: 'utf8' });
-  if (kubectl.error) return t.skip('kubectl is not installed');
-  t.equal(kubectl.status, 0, kubectl.stderr);
-  const built = parseAllDocuments(kubectl.stdout).map((d) => d.toJS());
-  const id = (d: any) => `${d.kind}/${d.metadata.name}`;
-  const sources = listed.flatMap((f) => docsOf(path.join(K8S, f)));
-  t.same(built.map(id).sort(), sources.map(id).sort(), 'kustomize builds every listed object');
-  t.ok(built.every((d) => d.kind === 'Namespace' || d.metadata.namespace === 'bh-gateway'));
+  t.same([...listed].sort(), expected.sort(), 'an apply never overwrites the real Secret');
+
+  // kubectl is optional on a developer's machine; where it is installed, the build must succeed.
+  t.test(
+    'kubectl kustomize builds them',
+    { skip: kubectl.error ? 'kubectl is not installed' : false },
+    async (t) => {
+      t.equal(kubectl.status, 0, kubectl.stderr);
+      const built = parseAllDocuments(kubectl.stdout).map((d) => d.toJS());
+      const id = (d: any) => `${d.kind}/${d.metadata.name}`;
+      const sources = listed.flatMap((f) => docsOf(path.join(K8S, f)));
+      t.same(built.map(id).sort(), sources.map(id).sort(), 'every listed object');
+      t.ok(built.every((d) => d.kind === 'Namespace' || d.metadata.namespace === 'bh-gateway'));
+    },
+  );
 });
 
 t.test(
@@ -277,3 +305,31 @@ t.test(
     }
   },
 );
+
+t.test("the image's production dependencies hold every package the compiled gateway imports", async (t) => {
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+  const files = filesUnder(path.join(ROOT, 'dist'), /\.js$/);
+  t.ok(files.length > 10, 'dist/ is built');
+  const imported = new Set<string>();
+  for (const file of files) {
+    const code = readFileSync(file, 'utf8');
+    const statics = /^(?:import|export)\s[^;]*?from\s*'([^']+)';|^import\s*'([^']+)';/gm;
+    const specs = [...code.matchAll(statics), ...code.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)];
+    for (const m of specs) {
+      const spec = (m[1] ?? m[2]) as string;
+      if (spec.startsWith('.') || spec.startsWith('node:')) continue;
+      imported.add(
+        spec
+          .split('/')
+          .slice(0, spec.startsWith('@') ? 2 : 1)
+          .join('/'),
+      );
+    }
+  }
+  t.ok(imported.has('prom-client'), 'finds the imports');
+  t.same(
+    [...imported].filter((p) => !(p in pkg.dependencies)),
+    [],
+    'imported but not a production dependency',
+  );
+});
