@@ -75,6 +75,8 @@ const postgresBackend = z.strictObject({
   statement_timeout: duration(24 * 3_600_000, 1).default(30_000),
   connect_timeout: duration(3_600_000, 1).default(5_000),
   migrate: bool().default(true),
+  // How often an idle pool proves the database answers (and, before the schema is ready, retries it).
+  health_check_interval: duration(3_600_000, 100).default(5_000),
 });
 
 const BACKEND_TYPES = 'must be "local", "upstream" or "postgres"';
@@ -134,12 +136,44 @@ const schema = z
         jwt: z
           .strictObject({
             hs256_secret: leaf(z.string().min(1).regex(BASE64, 'must be standard base64')).optional(),
-            jwks_url: leaf(z.url()).optional(),
+            jwks_url: leaf(
+              z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+            ).optional(),
+            // The asymmetric algorithms JWKS tokens may use (HS256 is enabled by hs256_secret alone);
+            // absent: whatever a key of the set can verify. `none` and HMAC can never be listed.
+            algorithms: z
+              .array(
+                leaf(
+                  z.enum(
+                    [
+                      'RS256',
+                      'RS384',
+                      'RS512',
+                      'PS256',
+                      'PS384',
+                      'PS512',
+                      'ES256',
+                      'ES384',
+                      'ES512',
+                      'EdDSA',
+                      'Ed25519',
+                    ],
+                    { error: 'must be an asymmetric JWS algorithm (RS*, PS*, ES*, EdDSA, Ed25519)' },
+                  ),
+                ),
+              )
+              .min(1)
+              .optional(),
             issuer: str(1).optional(),
             audience: z.union([str(1), z.array(str(1)).min(1)]).optional(),
             clock_tolerance: duration().default(0),
+            max_token_age: duration(366 * 24 * 3_600_000, 1000).optional(),
             permissions_claim: str(1).default('permissions'),
             default_permissions: z.array(permission).default([]),
+            jwks_refresh_interval: duration(24 * 3_600_000, 1000).default(300_000),
+            jwks_cooldown: duration(3_600_000, 10).default(30_000),
+            jwks_timeout: duration(60_000, 10).default(5_000),
+            token_cache_size: int(0, 1_000_000).default(10_000),
           })
           .prefault({}),
       })
@@ -205,13 +239,6 @@ const schema = z
       api.host === admin.host
     ) {
       ctx.addIssue({ code: 'custom', path: ['admin', 'port'], message: 'must differ from server.port' });
-    }
-    if (c.auth.jwt.jwks_url !== undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['auth', 'jwt', 'jwks_url'],
-        message: 'is not supported by this version yet (use hs256_secret)',
-      });
     }
     if (c.server.workers !== 1 && c.backends.sso_providers.type === 'local') {
       ctx.addIssue({

@@ -1,7 +1,11 @@
 import { createPublicKey, randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
 import t, { type Test } from 'tap';
+import { ASYMMETRIC_ALGORITHMS } from '../../src/auth/jwk-set.js';
+import { createJwksKeys, type JwksOptions } from '../../src/auth/jwks.js';
 import { ConfigError, parseConfig } from '../../src/config/load.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 import { errorOf, JWT_SECRET, request, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { type JwksServer, sleep, startJwksServer, testKey, type TestKey, until } from '../helpers/jwks.js';
 
@@ -84,16 +88,25 @@ t.test('keys load at start: /readyz is 503 until the JWKS answers', async (t) =>
 t.test('a request that arrives during the first fetch waits for it', async (t) => {
   const rsa = await testKey('RS256', 'rsa-1');
   const server = await idp(t, [rsa]);
-  server.delay = 300;
+  server.mode = 'hang';
   const gw = await gateway(t, server);
+  await server.fetched(1);
   t.equal(await ready(gw), 503);
-  t.equal((await bearer(gw, await rsa.sign(READ))).status, 200);
+  let settled = false;
+  const answer = bearer(gw, await rsa.sign(READ)).finally(() => (settled = true));
+  await sleep(100);
+  t.notOk(settled, 'the request waits for the keys');
+  server.mode = 'ok';
+  server.release();
+  t.equal((await answer).status, 200);
   t.equal(server.fetches, 1, 'the request shared the fetch at start');
   t.equal(await ready(gw), 200);
 });
 
 t.test('rotation: a new kid is accepted after one refetch; a removed one is refused after it', async (t) => {
-  const [one, two, three] = await Promise.all(['k1', 'k2', 'k3'].map((kid, n) => testKey('ES256', kid, { n })));
+  const [one, two, three] = await Promise.all(
+    ['k1', 'k2', 'k3'].map((kid, n) => testKey('ES256', kid, { n })),
+  );
   const server = await idp(t, [one!]);
   const gw = await gateway(t, server);
   await until(async () => (await ready(gw)) === 200);
@@ -328,6 +341,138 @@ t.test('configuration of auth.jwt', async (t) => {
   t.match(problems('{ jwks_cooldown: 0s }').join(), /auth\.jwt\.jwks_cooldown/);
   t.match(problems('{ jwks_timeout: 2m }').join(), /auth\.jwt\.jwks_timeout/);
   t.match(problems('{ token_cache_size: -1 }').join(), /auth\.jwt\.token_cache_size/);
+});
+
+t.test('the key manager on its own', async (t) => {
+  const ec = await testKey('ES256', 'ec-1');
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = createLogger('info', { write: (l: string) => void lines.push(JSON.parse(l)) });
+  const manager = (server: JwksServer, over: Partial<JwksOptions> = {}) => {
+    const metrics = createMetrics();
+    const keys = createJwksKeys({
+      url: server.url,
+      timeout: 1_000,
+      refreshInterval: 3_600_000,
+      cooldown: 30_000,
+      algorithms: ASYMMETRIC_ALGORITHMS,
+      metrics,
+      logger,
+      ...over,
+    });
+    t.teardown(() => keys.close());
+    const count = async (result: string) =>
+      (await metrics.jwksFetches.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
+    return { keys, metrics, count };
+  };
+  const reason = (p: Promise<unknown>) =>
+    p.then(
+      () => 'accepted',
+      (err: { reason?: string }) => err.reason,
+    );
+
+  t.test('frozen clock: at most one fetch per cooldown, shared by every request waiting on it', async (t) => {
+    const server = await idp(t, [ec]);
+    let clock = 1_000_000;
+    const { keys } = manager(server, { now: () => clock });
+    await until(() => keys.ready());
+    const flood = () =>
+      Promise.all(Array.from({ length: 50 }, () => reason(keys.resolve('ES256', randomUUID()))));
+    t.same(new Set(await flood()), new Set(['unknown_kid']), 'within the cooldown of the fetch at start');
+    t.equal(server.fetches, 1);
+    clock += 30_000;
+    const fresh = await testKey('ES256', 'ec-2', { n: 1 });
+    server.keys = [ec.jwk, fresh.jwk];
+    server.delay = 50; // every request below arrives while the one refetch is under way
+    const [answers, found] = await Promise.all([flood(), reason(keys.resolve('ES256', 'ec-2'))]);
+    t.same(new Set(answers), new Set(['unknown_kid']));
+    t.equal(found, 'accepted', 'the new kid, found by the shared refetch');
+    t.equal(server.fetches, 2, 'one fetch for 51 unknown kids');
+    await flood();
+    clock += 29_999;
+    await flood();
+    t.equal(server.fetches, 2, 'none until the cooldown has passed again');
+    clock += 1;
+    await flood();
+    t.equal(server.fetches, 3);
+  });
+
+  t.test('before the first load, a lookup waits for the fetch, bounded by the timeout', async (t) => {
+    const server = await idp(t, [ec]);
+    server.mode = 'hang';
+    const { keys, count } = manager(server, { timeout: 100 });
+    t.equal(await reason(keys.resolve('ES256', 'ec-1')), 'jwks_unavailable');
+    t.equal(await count('timeout'), 1);
+    t.notOk(keys.ready());
+    t.match(lines.at(-1), { msg: 'jwks fetch failed', result: 'timeout', keys_kept: 0 });
+  });
+
+  t.test('refreshes follow max-age within [cooldown, refresh interval]', async (t) => {
+    const servers = await Promise.all([1, 2, 3, 4, 5].map(() => idp(t, [ec])));
+    const [honoured, plain, capped, stale, longLived] = servers as [
+      JwksServer,
+      JwksServer,
+      JwksServer,
+      JwksServer,
+      JwksServer,
+    ];
+    honoured.headers = { 'Cache-Control': 'public, max-age=1' };
+    capped.headers = { 'Cache-Control': 'max-age=3600' };
+    stale.headers = { 'Cache-Control': 'max-age="3600"', Age: '3600' };
+    longLived.headers = { 'Cache-Control': 'max-age=3600' };
+    manager(honoured, { cooldown: 10 });
+    manager(plain, { refreshInterval: 1_000 });
+    manager(capped, { refreshInterval: 1_000 });
+    manager(stale, { cooldown: 50 });
+    manager(longLived, { cooldown: 10 });
+    await Promise.all([honoured.fetched(2), plain.fetched(2), capped.fetched(2), stale.fetched(3)]);
+    t.equal(longLived.fetches, 1, 'a long max-age: no refresh yet');
+  });
+
+  t.test('a fetch is bounded in size and never follows a redirect', async (t) => {
+    const big = await idp(t, [ec]);
+    big.mode = 'garbage';
+    big.garbage = ' '.repeat(2 * 1024 * 1024);
+    big.headers = { 'Content-Length': String(big.garbage.length) };
+    const target = await idp(t, [ec]);
+    const moved = await idp(t, []);
+    moved.mode = 'down';
+    moved.status = 302;
+    moved.headers = { Location: target.url };
+    const [a, b] = [manager(big), manager(moved)];
+    await until(async () => (await a.count('invalid')) === 1 && (await b.count('error')) === 1);
+    t.equal(target.fetches, 0, 'the redirect was not followed');
+    t.notOk(a.keys.ready() || b.keys.ready());
+  });
+
+  t.test('close stops the fetch under way and every later one', async (t) => {
+    const server = await idp(t, [ec]);
+    server.mode = 'hang';
+    const { keys, count } = manager(server, { cooldown: 10 });
+    await server.fetched(1);
+    keys.close();
+    t.equal(await reason(keys.resolve('ES256', 'ec-1')), 'jwks_unavailable');
+    await sleep(50);
+    t.equal(server.fetches, 1);
+    t.equal((await count('error')) + (await count('timeout')), 0, 'an abort is no failure');
+  });
+
+  t.test('log lines name the result, never the response or the query', async (t) => {
+    const server = await idp(t, [ec]);
+    server.mode = 'garbage';
+    server.garbage = 'secret-looking-garbage';
+    const { keys, count } = manager(
+      Object.assign(Object.create(server) as JwksServer, { url: `${server.url}?api_key=hunter2` }),
+      { cooldown: 10 },
+    );
+    await until(async () => (await count('invalid')) >= 1);
+    server.mode = 'ok';
+    await until(() => keys.ready());
+    const text = JSON.stringify(lines);
+    t.notMatch(text, /hunter2|secret-looking/);
+    const mine = lines.filter((l) => l.jwks_url === server.url);
+    t.match(mine[0], { msg: 'jwks fetch failed', result: 'invalid', reason: 'not JSON', level: 'warn' });
+    t.match(mine.at(-1), { msg: 'jwks loaded', keys: 1, level: 'info' });
+  });
 });
 
 t.test('no token ever reaches a log line', async (t) => {

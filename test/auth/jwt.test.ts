@@ -2,6 +2,7 @@ import { SignJWT } from 'jose';
 import t, { type Test } from 'tap';
 import { createJwtVerifier } from '../../src/auth/jwt.js';
 import type { Config } from '../../src/config/schema.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 
 const SECRET = Buffer.from('a-shared-secret-of-32-bytes-long');
 const NOW = Date.UTC(2024, 0, 1, 10, 0, 0);
@@ -132,4 +133,74 @@ t.test('the reason never carries the token', async (t) => {
     .verify(jwt)
     .catch((e: Error) => e);
   t.notMatch(JSON.stringify({ ...(err as object), message: (err as Error).message }), jwt);
+});
+
+t.test('a verified token is served from the cache until its exp, then refused', async (t) => {
+  const metrics = createMetrics();
+  let clock = NOW;
+  const v = createJwtVerifier(config(), { now: () => clock, metrics });
+  const jwt = await token({ sub: 'alice', exp: NOW_S + 60 });
+  const count = async (result: string) =>
+    (await metrics.jwtVerifications.get()).values.find((x) => x.labels.result === result)?.value ?? 0;
+  t.equal((await v.verify(jwt)).subject, 'alice');
+  t.equal((await v.verify(jwt)).subject, 'alice');
+  t.equal(await count('verified'), 1);
+  t.equal(await count('cached'), 1);
+  clock = NOW + 59_999;
+  t.ok(await v.verify(jwt), 'a millisecond before exp');
+  clock = NOW + 60_000;
+  await refusal(t, v.verify(jwt), 'expired', 'at exp the cache does not answer');
+  t.equal(await count('refused'), 1);
+  t.equal(await count('cached'), 2);
+});
+
+t.test('token_cache_size 0 verifies every time', async (t) => {
+  const metrics = createMetrics();
+  const v = createJwtVerifier(config({ token_cache_size: 0 }), { now: () => NOW, metrics });
+  const jwt = await token({});
+  await v.verify(jwt);
+  await v.verify(jwt);
+  t.equal((await metrics.jwtVerifications.get()).values[0]?.value, 2);
+  t.same(
+    (await metrics.jwtVerifications.get()).values.map((x) => x.labels.result),
+    ['verified'],
+  );
+});
+
+t.test('max_token_age refuses old tokens, cached ones included, and needs iat', async (t) => {
+  let clock = NOW;
+  const v = createJwtVerifier(config({ max_token_age: 60_000, clock_tolerance: 1_000 }), {
+    now: () => clock,
+  });
+  const jwt = await token({ iat: NOW_S - 30 });
+  t.ok(await v.verify(jwt));
+  clock = NOW + 30_000;
+  t.ok(await v.verify(jwt), 'at the maximum age');
+  clock = NOW + 31_000;
+  t.ok(await v.verify(jwt), 'within the tolerance');
+  clock = NOW + 32_000;
+  await refusal(t, v.verify(jwt), 'too_old', 'beyond the maximum age and the tolerance');
+  clock = NOW;
+  await refusal(t, v.verify(await token({})), 'missing_iat');
+  await refusal(t, v.verify(await token({ iat: NOW_S - 62 })), 'too_old');
+});
+
+t.test('with jwks_url alone, an HMAC token is never accepted, whatever its secret', async (t) => {
+  const v = createJwtVerifier(
+    config({ hs256_secret: undefined, jwks_url: 'http://127.0.0.1:9/jwks', jwks_timeout: 100 }),
+    { now: () => NOW },
+  );
+  t.teardown(() => v.close());
+  t.notOk(v.ready(), 'not ready before the keys load');
+  await refusal(t, v.verify(await token({})), 'bad_algorithm');
+  await refusal(t, v.verify(unsigned({})), 'bad_algorithm', 'none');
+  const rs = `${Buffer.from('{"alg":"RS256"}').toString('base64url')}.${Buffer.from(`{"exp":${NOW_S + 60}}`).toString('base64url')}.AAAA`;
+  await refusal(t, v.verify(rs), 'jwks_unavailable', 'no keys: refused once the fetch failed');
+});
+
+t.test('without jwks_url the verifier is ready at once and close does nothing', async (t) => {
+  const v = verifier();
+  t.ok(v.ready());
+  v.close();
+  t.ok(await v.verify(await token({})), 'still verifies');
 });

@@ -156,13 +156,6 @@ t.test('the embedded default configuration is valid', async (t) => {
   t.ok(c.auth.signature.tokens.length > 0);
 });
 
-t.test('jwks_url is refused until it is supported, rather than silently ignored', async (t) => {
-  t.match(
-    problems(`auth: { jwt: { jwks_url: "https://idp.example.com/jwks" } }\n${BACKENDS}`).join(),
-    /auth\.jwt\.jwks_url: is not supported/,
-  );
-});
-
 t.test('a value that came from a reference is never echoed in a problem', async (t) => {
   const text = problems(
     `auth: { signature: { max_clock_skew: "\${env:SKEW}" } }\nserver: { max_body_size: "\${env:SIZE}" }\n${BACKENDS}`,

@@ -25,6 +25,8 @@ export interface JwksServer {
   headers: Record<string, string>;
   /** Delay before answering (ms). */
   delay: number;
+  /** Answers the requests held in `hang` mode, as the current mode says (set it first). */
+  release(): void;
   /** Resolves once `fetches` reaches `n` (fails the test after `ms`). */
   fetched(n: number, ms?: number): Promise<void>;
   close(): Promise<void>;
@@ -43,7 +45,10 @@ export async function startJwksServer(keys: JWK[] = []): Promise<JwksServer> {
   };
   const server = createServer((_req, res) => {
     state.fetches += 1;
-    const answer = () => {
+    answer(res);
+  });
+  const answer = (res: ServerResponse) => {
+    const reply = () => {
       if (state.mode === 'hang') {
         waiting.add(res);
         return;
@@ -55,14 +60,19 @@ export async function startJwksServer(keys: JWK[] = []): Promise<JwksServer> {
       const body = state.mode === 'garbage' ? state.garbage : JSON.stringify({ keys: state.keys });
       res.writeHead(200, { 'Content-Type': 'application/json', ...state.headers }).end(body);
     };
-    if (state.delay > 0) setTimeout(answer, state.delay);
-    else answer();
-  });
+    if (state.delay > 0) setTimeout(reply, state.delay);
+    else reply();
+  };
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const port = (server.address() as AddressInfo).port;
   return Object.assign(state, {
     url: `http://127.0.0.1:${port}/.well-known/jwks.json`,
+    release() {
+      const held = [...waiting];
+      waiting.clear();
+      for (const res of held) answer(res);
+    },
     async fetched(n: number, ms = 5_000) {
       const until = Date.now() + ms;
       while (state.fetches < n) {
