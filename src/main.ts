@@ -1,21 +1,30 @@
 /**
  * The process edge: read the configuration, start the gateway, reload on SIGHUP, drain on SIGTERM and
- * SIGINT. Nothing else happens here.
+ * SIGINT. Nothing else happens here. With `server.workers` > 1 this process becomes the cluster
+ * primary (src/cluster/primary.ts) and each forked worker runs this same function.
  */
+import cluster from 'node:cluster';
 import { type App, createApp } from './app.js';
+import { runPrimary, workerCount } from './cluster/primary.js';
+import { answerPrimary } from './cluster/rpc.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
 
 /** Starts the gateway with the configuration file `file`; resolves with the exit code once stopped. */
 export async function runGateway(file: string): Promise<number> {
   let app: App;
   try {
-    app = await createApp(loadConfigFile(file));
+    const config = loadConfigFile(file);
+    const workers = workerCount(config.server.workers);
+    if (cluster.isPrimary && workers > 1) return await runPrimary(file, config, workers);
+    app = await createApp(config, cluster.worker ? { worker: cluster.worker.id } : {});
     await app.listen();
   } catch (err) {
     process.stderr.write(`gateway: ${(err as Error).message}\n`);
     return 1;
   }
   const { logger } = app;
+  if (cluster.isWorker)
+    answerPrimary({ metrics: () => app.metrics.registry.getMetricsAsJSON(), ready: app.ready });
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception'));
   process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
 

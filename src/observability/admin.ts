@@ -4,10 +4,18 @@
  * exposed with the API.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Metrics } from './metrics.js';
+import type { Registry } from 'prom-client';
 
-/** The `request` listener of the admin server; `ready()` says whether the gateway takes traffic. */
-export function createAdminHandler(metrics: Metrics, ready: () => boolean) {
+/** What `/metrics` serves: the app's registry, or (cluster primary) one aggregating the workers'. */
+export interface MetricsSource {
+  readonly registry: Pick<Registry, 'metrics' | 'contentType'>;
+}
+
+/**
+ * The `request` listener of the admin server; `ready()` says whether the gateway takes traffic (a
+ * promise when the answer comes from the cluster's workers; a rejection is "not ready").
+ */
+export function createAdminHandler(metrics: MetricsSource, ready: () => boolean | Promise<boolean>) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -15,8 +23,10 @@ export function createAdminHandler(metrics: Metrics, ready: () => boolean) {
     } else if (path === '/livez') {
       send(res, 200, { status: 'ok' });
     } else if (path === '/readyz') {
-      const ok = ready();
-      send(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not ready' });
+      Promise.resolve()
+        .then(ready)
+        .catch(() => false)
+        .then((ok) => send(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not ready' }));
     } else if (path === '/metrics') {
       metrics.registry.metrics().then(
         (text) => {

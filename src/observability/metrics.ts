@@ -9,6 +9,9 @@ export function createMetrics() {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const registers = [registry];
+  // The open PostgreSQL pools (issue 6), each adding its counts; read at scrape time, so a pool
+  // closed by a reload simply stops counting.
+  const storePools = new Set<() => StorePoolCounts>();
   return {
     registry,
     requests: new client.Counter({
@@ -71,7 +74,19 @@ export function createMetrics() {
       labelNames: ['result'] as const,
       registers,
     }),
-    jwksKeys: new client.Gauge({ name: 'gateway_jwks_keys', help: 'Keys loaded from the JWKS.', registers }),
+    jwksKeys: new client.Gauge({
+      name: 'gateway_jwks_keys',
+      help: 'Keys loaded from the JWKS.',
+      // Across cluster workers (each loads its own set), the fewest: a worker without keys shows.
+      aggregator: 'min',
+      registers,
+    }),
+    jwtVerifications: new client.Counter({
+      name: 'gateway_jwt_verifications_total',
+      help: 'Bearer JWTs checked, by result (verified, cached: served by the verified-token cache, refused).',
+      labelNames: ['result'] as const,
+      registers,
+    }),
     storeDuration: new client.Histogram({
       name: 'gateway_store_operation_duration_seconds',
       help: 'Store operation time, by backend and operation.',
@@ -79,7 +94,31 @@ export function createMetrics() {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     }),
+    storePools,
+    storePoolConnections: new client.Gauge({
+      name: 'gateway_store_pool_connections',
+      help: 'PostgreSQL pool connections by state (idle, active), and requests waiting for one (waiting).',
+      labelNames: ['state'] as const,
+      registers,
+      collect() {
+        const sum = { idle: 0, active: 0, waiting: 0 };
+        for (const counts of storePools) {
+          const c = counts();
+          sum.idle += c.idle;
+          sum.active += c.active;
+          sum.waiting += c.waiting;
+        }
+        for (const [state, value] of Object.entries(sum)) this.set({ state }, value);
+      },
+    }),
   };
+}
+
+/** What one database pool reports to `gateway_store_pool_connections`. */
+export interface StorePoolCounts {
+  idle: number;
+  active: number;
+  waiting: number;
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,122 @@
+/**
+ * The cluster primary (`server.workers` > 1). It serves no API request itself: it forks the workers,
+ * which share the API port through node:cluster, serves the admin listener with the workers' metrics
+ * aggregated and their readiness combined, and relays SIGTERM/SIGINT (drain) and SIGHUP (reload).
+ */
+import cluster from 'node:cluster';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
+import { AggregatorRegistry, Registry } from 'prom-client';
+import { ConfigError, loadConfigFile } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { createAdminHandler } from '../observability/admin.js';
+import { createLogger } from '../observability/logger.js';
+import { createPool } from './pool.js';
+import { createAsker, type WorkerMetrics } from './rpc.js';
+
+/** How many processes serve the API: `auto` is one per core the process may use. */
+export function workerCount(workers: Config['server']['workers']): number {
+  return workers === 'auto' ? availableParallelism() : workers;
+}
+
+/** How long the primary waits for a worker to answer a scrape or a readiness question. */
+const ASK_TIMEOUT = 3_000;
+/**
+ * Beyond `shutdown_grace`, how long a draining worker may take (its requests' clean-up, closing the
+ * backends) before the primary kills it.
+ */
+const STOP_MARGIN = 5_000;
+/** Keys the workers cannot change by reloading: the primary owns them. */
+const PRIMARY_KEYS = ['server.workers', 'admin.host', 'admin.port'] as const;
+
+/** Runs the primary for the configuration file `file`; resolves with the exit code once stopped. */
+export async function runPrimary(file: string, config: Config, count: number): Promise<number> {
+  const logger = createLogger(config.logging.level);
+  let grace = config.server.shutdown_grace;
+  let draining = false;
+  cluster.setupPrimary({ serialization: 'advanced' });
+  const asker = createAsker(ASK_TIMEOUT);
+  const pool = createPool(count, logger);
+
+  const metrics = async () => {
+    const workers = pool.listening();
+    const answers = await Promise.all(workers.map((w) => asker.ask(w, 'metrics')));
+    const present = answers.filter((a): a is WorkerMetrics => a !== undefined);
+    return AggregatorRegistry.aggregate(present).metrics();
+  };
+  const ready = async () => {
+    const workers = pool.listening();
+    if (draining || workers.length === 0) return false;
+    // A worker that exited meanwhile (undefined) is being replaced; the others carry the traffic.
+    const answers = await Promise.all(workers.map((w) => asker.ask(w, 'ready')));
+    return !draining && answers.includes(true) && !answers.includes(false);
+  };
+  const admin = createServer(
+    createAdminHandler({ registry: { contentType: Registry.PROMETHEUS_CONTENT_TYPE, metrics } }, ready),
+  );
+  try {
+    await listenOn(admin, config.admin.host, config.admin.port);
+  } catch (err) {
+    process.stderr.write(`gateway: ${(err as Error).message}\n`);
+    return 1;
+  }
+  process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception'));
+  process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
+
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals, failed: boolean) => {
+      if (draining) return;
+      draining = true;
+      if (!failed) logger.info({ signal }, 'draining');
+      pool.stop(signal, grace + STOP_MARGIN).then((clean) => {
+        asker.close();
+        admin.close();
+        admin.closeAllConnections();
+        logger.info('stopped');
+        resolve(clean && !failed ? 0 : 1);
+      });
+    };
+    // `on`, not `once`: a second signal while draining must not fall back to Node's default (kill).
+    process.on('SIGTERM', () => stop('SIGTERM', false));
+    process.on('SIGINT', () => stop('SIGINT', false));
+    process.on('SIGHUP', () => {
+      if (draining) return;
+      // Each worker reloads the file itself and logs why when it is invalid.
+      pool.signal('SIGHUP');
+      try {
+        const next = loadConfigFile(file);
+        logger.level = next.logging.level;
+        grace = next.server.shutdown_grace;
+        const keys = PRIMARY_KEYS.filter((key) => valueAt(config, key) !== valueAt(next, key));
+        if (keys.length > 0) logger.warn({ keys }, 'these keys change only on restart');
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+      }
+    });
+    pool.start().then(
+      (port) => {
+        const adminPort = (admin.address() as AddressInfo).port;
+        logger.info({ port, admin_port: adminPort, workers: count }, 'listening');
+      },
+      (err: Error) => {
+        logger.error({ err }, 'a worker failed to start');
+        stop('SIGTERM', true);
+      },
+    );
+  });
+}
+
+function valueAt(config: Config, key: string): unknown {
+  return key.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown>)[k], config);
+}
+
+function listenOn(server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
