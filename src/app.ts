@@ -18,14 +18,20 @@ import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { createAssetGroupTagMember } from './operations/asset-group-tag-member.js';
 import { createCollectorChecksum } from './operations/collector-checksum.js';
+import { createPassthroughOperation } from './operations/passthrough.js';
 import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
 import { createPipeline, type Stage } from './pipeline.js';
 
 export interface App {
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** Binds the API and admin listeners; port 0 picks a free port. Logs `listening`. */
+  /**
+   * Binds the API and admin listeners; port 0 picks a free port. Logs `listening`. In a cluster
+   * worker only the API listener is bound (`adminPort` is 0) and the primary logs `listening`.
+   */
   listen(): Promise<{ port: number; adminPort: number }>;
+  /** Whether this process takes traffic: configuration loaded, backends usable, not draining. */
+  ready(): boolean;
   /** Swaps in a new configuration (all but the listen addresses); the old backends are closed. */
   reload(config: Config): Promise<void>;
   /**
@@ -38,6 +44,11 @@ export interface App {
 export interface AppOptions {
   /** Where log lines go (stdout by default). */
   logDestination?: DestinationStream;
+  /**
+   * Set in a cluster worker (`server.workers` > 1) to its worker id: log lines carry it as `worker`,
+   * and the admin listener stays off (the primary serves it for all workers).
+   */
+  worker?: number;
 }
 
 /** What one configuration builds; replaced whole on reload. */
@@ -58,6 +69,7 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
   });
   const backends = await createBackends(config, { metrics, logger });
   const authenticate = createAuthenticate({
+    logger,
     auth: config.auth,
     server: config.server,
     metrics,
@@ -74,6 +86,9 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
         logger,
       }),
       GetAssetGroupTagMember: createAssetGroupTagMember({ backend: backends.assetGroupTags }),
+      ...(backends.passthrough && {
+        passthrough: createPassthroughOperation({ backend: backends.passthrough }),
+      }),
     },
   });
   return {
@@ -90,7 +105,8 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
 
 /** Builds the gateway for `config`. Throws when a backend cannot start (e.g. a malformed data file). */
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
-  const logger = createLogger(config.logging.level, options.logDestination);
+  const root = createLogger(config.logging.level, options.logDestination);
+  const logger = options.worker === undefined ? root : root.child({ worker: options.worker });
   const metrics = createMetrics();
   let runtime = await buildRuntime(config, logger, metrics);
   let draining = false;
@@ -112,6 +128,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   );
   // `Expect: 100-continue` is answered only once the request is authenticated (see authenticate.ts),
   // so a refused upload is never sent.
+  server.on('connection', handler.connection);
   server.on('checkContinue', handler);
   // Any other `Expect` goes through the pipeline too, which answers 417 after routing.
   server.on('checkExpectation', handler);
@@ -119,15 +136,18 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   // own switch, false by default, read by its HTTP server on the client's FIN).
   (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   answerFramingErrors(server, { logger, metrics });
-  const admin = createServer(createAdminHandler(metrics, () => !draining && runtime.ready()));
+  const ready = () => !draining && runtime.ready();
+  const admin = options.worker === undefined ? createServer(createAdminHandler(metrics, ready)) : undefined;
 
   return {
     logger,
     metrics,
+    ready,
     async listen() {
       const { server: s, admin: a } = runtime.config;
-      await Promise.all([listenOn(server, s.host, s.port), listenOn(admin, a.host, a.port)]);
+      await Promise.all([listenOn(server, s.host, s.port), admin && listenOn(admin, a.host, a.port)]);
       const port = (server.address() as AddressInfo).port;
+      if (!admin) return { port, adminPort: 0 };
       const adminPort = (admin.address() as AddressInfo).port;
       logger.info({ port, admin_port: adminPort }, 'listening');
       return { port, adminPort };
@@ -162,8 +182,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       clearTimeout(cut);
       // Connections are gone; let the requests' own clean-up (temporary files, log lines) finish.
       await Promise.race([handler.settled(), delay(SETTLE_AFTER_CLOSE)]);
-      await new Promise<void>((resolve) => admin.close(() => resolve()));
-      admin.closeAllConnections();
+      if (admin) {
+        await new Promise<void>((resolve) => admin.close(() => resolve()));
+        admin.closeAllConnections();
+      }
       await runtime.close();
       logger.info('stopped');
     },

@@ -11,6 +11,7 @@ import type { IncomingMessage } from 'node:http';
 import type { RequestContext } from '../http/context.js';
 import { deadlineOf } from '../http/deadline.js';
 import { singleHeader } from '../http/headers.js';
+import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Identity } from './identity.js';
 import { createJwtVerifier } from './jwt.js';
@@ -20,7 +21,7 @@ import {
   parseSignature,
   canonicalTokenId,
   requestDateOffset,
-  SignatureDigest,
+  RequestKeys,
   signaturesEqual,
 } from './signature.js';
 
@@ -32,6 +33,8 @@ export interface AuthenticateDeps {
   tmpDir: string;
   /** ms since the epoch; injected by tests to freeze the clock. */
   now?: () => number;
+  /** Where the JWKS key manager reports its fetches (none when absent). */
+  logger?: Logger;
 }
 
 type Scheme = 'signature' | 'bearer' | 'none';
@@ -57,7 +60,12 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const signatureScheme = deps.auth.signature.scheme.toLowerCase();
   const maxSkew = deps.auth.signature.max_clock_skew;
   const tokens = new Map(deps.auth.signature.tokens.map((t) => [t.id.toLowerCase(), known(t)]));
-  const jwt = createJwtVerifier(deps.auth.jwt, { now });
+  const requestKeys = new RequestKeys();
+  const jwt = createJwtVerifier(deps.auth.jwt, {
+    now,
+    metrics,
+    ...(deps.logger ? { logger: deps.logger } : {}),
+  });
 
   const bodyOptions = (ctx: RequestContext, onChunk?: (chunk: Buffer) => void): BodyOptions => {
     // The headers are verified: now the client may send the body it held back for `100 Continue`.
@@ -107,7 +115,7 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     if (token === undefined) return refuse(ctx, 'signature', 'unknown_token', errors.unknownToken());
     check(ctx, 'clock_skew', () => checkClockSkew(clientTime, now(), maxSkew, requestDateOffset(date)));
 
-    const digest = new SignatureDigest(token.key, ctx.req.method ?? '', ctx.rawTarget, date);
+    const digest = requestKeys.open(canonicalId, token.key, ctx.req.method ?? '', ctx.rawTarget, date);
     const body = await readBody(
       ctx.req,
       bodyOptions(ctx, (chunk) => digest.update(chunk)),

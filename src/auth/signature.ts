@@ -6,6 +6,7 @@
  * HMAC-SHA256(HMAC1, first 13 characters of RequestDate as sent), HMAC3 = HMAC-SHA256(HMAC2, body).
  */
 import { createHmac, type Hmac, timingSafeEqual } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { errors } from '../errors.js';
 
 /** Length of the date prefix the chain binds: `YYYY-MM-DDTHH`, the hour. */
@@ -21,11 +22,7 @@ export class SignatureDigest {
   readonly #hmac: Hmac;
 
   constructor(key: string | Buffer, method: string, target: string, requestDate: string) {
-    const first = createHmac('sha256', key)
-      .update(method + target)
-      .digest();
-    const second = createHmac('sha256', first).update(requestDate.slice(0, DATE_PREFIX)).digest();
-    this.#hmac = createHmac('sha256', second);
+    this.#hmac = createHmac('sha256', requestKey(key, method, target, requestDate));
   }
 
   /** Adds body bytes, in the order they were received. */
@@ -37,6 +34,61 @@ export class SignatureDigest {
   /** The raw 32-byte signature; call once, after the whole body. */
   digest(): Buffer {
     return this.#hmac.digest();
+  }
+}
+
+/** HMAC2 of the chain: the key the body is hashed with, bound to the method, target and hour. */
+function requestKey(key: string | Buffer, method: string, target: string, requestDate: string): Buffer {
+  const first = createHmac('sha256', key)
+    .update(method + target)
+    .digest();
+  return createHmac('sha256', first).update(requestDate.slice(0, DATE_PREFIX)).digest();
+}
+
+/** Targets longer than this are not kept by `RequestKeys` (an entry's size stays small). */
+const CACHED_TARGET = 512;
+
+/**
+ * The chain's per-request keys, kept for requests that repeat (a client polling one resource signs
+ * the same method, target and hour again and again): a hit skips two of the three HMACs, and for a
+ * request without a body all three. Entries are derived from the token key and what the client
+ * sent, so a hit gives exactly what computing would; bounded by count and target length.
+ */
+export class RequestKeys {
+  readonly #cache: LRUCache<string, { key: Buffer; empty?: Buffer }>;
+
+  constructor(max = 4096) {
+    this.#cache = new LRUCache({ max });
+  }
+
+  /**
+   * A hasher for one request of token `tokenId` (whose secret is `key`): `update` with each body
+   * chunk, then `digest` for the expected signature.
+   */
+  open(
+    tokenId: string,
+    key: Buffer,
+    method: string,
+    target: string,
+    requestDate: string,
+  ): { update(chunk: Buffer): void; digest(): Buffer } {
+    const id = `${tokenId} ${requestDate.slice(0, DATE_PREFIX)} ${method} ${target}`;
+    let entry = target.length <= CACHED_TARGET ? this.#cache.get(id) : undefined;
+    if (entry === undefined) {
+      entry = { key: requestKey(key, method, target, requestDate) };
+      if (target.length <= CACHED_TARGET) this.#cache.set(id, entry);
+    }
+    const found = entry;
+    let hmac: Hmac | undefined;
+    return {
+      update(chunk) {
+        if (chunk.length > 0) (hmac ??= createHmac('sha256', found.key)).update(chunk);
+      },
+      digest() {
+        if (hmac !== undefined) return hmac.digest();
+        return (found.empty ??= createHmac('sha256', found.key).digest());
+      },
+    };
   }
 }
 

@@ -45,6 +45,15 @@ export function checkDeclaredLength(req: IncomingMessage, limit: number): void {
   }
 }
 
+/**
+ * Whether the request's framing announces a body (RFC 9112 §6.3): a `Transfer-Encoding`, or a
+ * `Content-Length` other than 0. Without either there is nothing to read (no listener, no timer).
+ */
+function framesBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
 /** An empty body, for requests that have none to read. */
 const EMPTY_BODY: HeldBody = memoryBody(Buffer.alloc(0));
 
@@ -61,6 +70,7 @@ export function readBody(req: IncomingMessage, options: BodyOptions): Promise<He
   if (options.signal.aborted) return Promise.reject(options.signal.reason);
   if (req.readableEnded) return Promise.resolve(EMPTY_BODY);
   if (req.destroyed) return Promise.reject(errors.bodyAborted());
+  if (!framesBody(req)) return Promise.resolve(EMPTY_BODY);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

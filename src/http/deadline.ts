@@ -2,16 +2,20 @@
  * The `Prefer: wait=N` policy: every request gets a deadline, carried as an `AbortSignal` into the
  * body reader and the backend, so that when it fires the work really stops.
  */
-import type { ServerResponse } from 'node:http';
 import { errors } from '../errors.js';
 
 export interface Deadline {
-  /** Aborts with the catalogue's 504 `request timed out` when the deadline fires; never on a bypass. */
+  /**
+   * Aborts with the catalogue's 504 `request timed out` when the deadline fires (never on a bypass),
+   * or with `clientGone` when the client goes away before its answer is finished (`abandon`).
+   */
   readonly signal: AbortSignal;
   /** What `Preference-Applied` says: `wait=<seconds>` or `wait=-1`. */
   readonly applied: string;
   /** `performance.now()` when it fires; undefined on a bypass. */
   readonly expiresAt: number | undefined;
+  /** Aborts the signal because nobody waits for the answer any more (the client is gone). */
+  abandon(): void;
   /** Stops the timer; called when the response is finished. */
   dispose(): void;
 }
@@ -25,53 +29,15 @@ export interface PreferPolicy {
   readonly allow_bypass: boolean;
 }
 
-/** Milliseconds between the two interim answers that tell a gone client from a half-closed one. */
-const PROBE_GAP = 20;
 const PREFER = /^wait=(-1|[0-9]+)$/;
 const NEVER = new AbortController().signal;
 
-/** The signal of a request's deadline: what every body read and backend call is given. */
+/**
+ * The signal of a request's deadline: what every body read and backend call is given. It also fires
+ * when the client goes away, so that an upstream request nobody waits for is aborted.
+ */
 export function deadlineOf(ctx: { readonly deadline?: Deadline }): AbortSignal {
   return ctx.deadline?.signal ?? NEVER;
-}
-
-/**
- * The signal a backend call is given: it fires with the deadline's 504, or when the client goes away
- * before its answer is finished, so that an upstream request nobody waits for is aborted.
- *
- * A client's FIN is ambiguous: it may have gone, or only half-closed after its request (allowed, and
- * answered). So on a FIN with the answer pending, an interim `102 Processing` is written: a client
- * that is gone answers it with a reset, so a second one fails and closes the response; a half-closed
- * one ignores them (1xx answers are informational) and still gets its answer.
- */
-export function requestSignal(ctx: {
-  readonly deadline?: Deadline;
-  readonly res: ServerResponse;
-}): AbortSignal {
-  const deadline = deadlineOf(ctx);
-  const controller = new AbortController();
-  if (deadline.aborted) {
-    controller.abort(deadline.reason);
-    return controller.signal;
-  }
-  const { res } = ctx;
-  const onDeadline = () => controller.abort(deadline.reason);
-  const probe = () => {
-    if (!res.headersSent && res.writable) res.writeProcessing();
-  };
-  // The reset of a gone client arrives after the first write; the second one then fails and closes.
-  const onEnd = () => {
-    probe();
-    setTimeout(probe, PROBE_GAP).unref();
-  };
-  deadline.addEventListener('abort', onDeadline, { once: true });
-  res.socket?.once('end', onEnd);
-  res.once('close', () => {
-    deadline.removeEventListener('abort', onDeadline);
-    res.socket?.off('end', onEnd);
-    if (!res.writableFinished) controller.abort(errors.clientGone());
-  });
-  return controller.signal;
 }
 
 /**
@@ -105,8 +71,13 @@ export function preferredWait(header: string | undefined, policy: PreferPolicy):
 /** The deadline for a request whose `Prefer` header is `header`; throws as `preferredWait` does. */
 export function startDeadline(header: string | undefined, policy: PreferPolicy): Deadline {
   const seconds = preferredWait(header, policy);
-  if (seconds === -1) return { signal: NEVER, applied: 'wait=-1', expiresAt: undefined, dispose() {} };
   const controller = new AbortController();
+  const abandon = () => {
+    if (!controller.signal.aborted) controller.abort(errors.clientGone());
+  };
+  if (seconds === -1) {
+    return { signal: controller.signal, applied: 'wait=-1', expiresAt: undefined, abandon, dispose() {} };
+  }
   const ms = seconds * 1000;
   const expiresAt = performance.now() + ms;
   const timer = setTimeout(() => controller.abort(errors.deadline()), ms);
@@ -114,6 +85,7 @@ export function startDeadline(header: string | undefined, policy: PreferPolicy):
     signal: controller.signal,
     applied: `wait=${seconds}`,
     expiresAt,
+    abandon,
     dispose: () => clearTimeout(timer),
   };
 }

@@ -7,6 +7,11 @@ import { pipeline } from 'node:stream/promises';
 import type { RelayedResponse } from '../backends/relayed.js';
 import type { RequestContext } from './context.js';
 
+/** The `Content-Type` of every JSON answer. */
+export const JSON_TYPE: Readonly<OutgoingHttpHeaders> = Object.freeze({
+  'Content-Type': 'application/json; charset=utf-8',
+});
+
 /** Sends `value` as JSON with `status`. */
 export function sendJson(
   ctx: RequestContext,

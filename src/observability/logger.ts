@@ -32,5 +32,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     formatters: { level: (label: string) => ({ level: label }) },
     redact: { paths: REDACT, censor: '[redacted]' },
   };
-  return destination ? pino(options, destination) : pino(options);
+  // Asynchronous writes to stdout: a line per request must not cost a write(2) on the event loop;
+  // lines written while one write is under way go out together. pino flushes them on exit.
+  return pino(options, destination ?? pino.destination({ dest: 1, sync: false }));
 }

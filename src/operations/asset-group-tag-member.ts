@@ -1,12 +1,12 @@
 /**
  * Get asset group tag member: one member of a tag with exactly the tag's selectors that cover it.
  */
-import type { AssetGroupTagsBackend } from '../backends/asset-group-tags/backend.js';
+import type { AssetGroupTagsBackend, MemberWithSelectors } from '../backends/asset-group-tags/backend.js';
 import { errors } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
 import { RelayedResponse } from '../backends/relayed.js';
-import { requestSignal } from '../http/deadline.js';
-import { relay, sendJson } from '../http/respond.js';
+import { deadlineOf } from '../http/deadline.js';
+import { JSON_TYPE, relay, sendBytes } from '../http/respond.js';
 import { parseId } from '../validate/ids.js';
 import type { Operation } from './operation.js';
 
@@ -19,10 +19,24 @@ export function createAssetGroupTagMember(deps: { backend: AssetGroupTagsBackend
       const params = ctx.route?.params ?? {};
       const tagId = parseId(params.asset_group_tag_id, 'asset_group_tag_id');
       const memberId = parseId(params.asset_group_member_id, 'asset_group_member_id');
-      const member = await deps.backend.getMember(tagId, memberId, requestSignal(ctx), ctx);
+      const member = await deps.backend.getMember(tagId, memberId, deadlineOf(ctx), ctx);
       if (member instanceof RelayedResponse) return relay(ctx, member);
       if (!member) throw errors.notFound('path:asset_group_member_id');
-      sendJson(ctx, 200, { data: { member } });
+      sendBytes(ctx, 200, serialised(member), JSON_TYPE);
     },
   };
+}
+
+/**
+ * The answer's bytes for `member`. A store that hands out the same object for the same member (the
+ * local store does) has it serialised once, not on every request.
+ */
+const bodies = new WeakMap<MemberWithSelectors, Buffer>();
+function serialised(member: MemberWithSelectors): Buffer {
+  let body = bodies.get(member);
+  if (body === undefined) {
+    body = Buffer.from(JSON.stringify({ data: { member } }));
+    bodies.set(member, body);
+  }
+  return body;
 }

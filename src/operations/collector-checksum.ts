@@ -11,7 +11,7 @@ import {
 } from '../backends/collectors/backend.js';
 import { errors } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
-import { requestSignal } from '../http/deadline.js';
+import { deadlineOf } from '../http/deadline.js';
 import { sendBytes, sendEmpty } from '../http/respond.js';
 import type { Operation } from './operation.js';
 
@@ -29,7 +29,7 @@ export function createCollectorChecksum(deps: { backend: CollectorsBackend }): O
       const params = ctx.route?.params ?? {};
       const type = collectorType(params.collector_type ?? '');
       const release = releaseTag(params.release_tag ?? '');
-      const file = await deps.backend.getChecksum(type, release, requestSignal(ctx), ctx);
+      const file = await deps.backend.getChecksum(type, release, deadlineOf(ctx), ctx);
       if (file === undefined) throw errors.notFound('path:release_tag');
 
       const tag = etag(file.bytes);

@@ -4,7 +4,7 @@
  * front of the whole API.
  */
 import type { PassthroughBackend } from '../backends/passthrough/proxy.js';
-import { requestSignal } from '../http/deadline.js';
+import { deadlineOf } from '../http/deadline.js';
 import type { Operation } from './operation.js';
 
 /** The operation on `backend`. */
@@ -12,6 +12,6 @@ export function createPassthroughOperation(deps: { backend: PassthroughBackend }
   return {
     id: 'passthrough',
     permission: 'passthrough',
-    handle: (ctx) => deps.backend.forward(ctx, requestSignal(ctx)),
+    handle: (ctx) => deps.backend.forward(ctx, deadlineOf(ctx)),
   };
 }

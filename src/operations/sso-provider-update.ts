@@ -17,7 +17,7 @@ import type { Config } from '../config/schema.js';
 import { errors } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
 import { RelayedResponse } from '../backends/relayed.js';
-import { requestSignal } from '../http/deadline.js';
+import { deadlineOf } from '../http/deadline.js';
 import { relay, sendJson } from '../http/respond.js';
 import type { Logger } from '../observability/logger.js';
 import { type FormPart, type PartKind, readForm } from '../validate/form.js';
@@ -55,7 +55,7 @@ export function createSsoProviderUpdate(deps: {
     id: 'UpdateSSOProvider',
     permission: 'sso_providers:write',
     async handle(ctx: RequestContext) {
-      const signal = requestSignal(ctx);
+      const signal = deadlineOf(ctx);
       const id = parseId(ctx.route?.params.sso_provider_id, 'sso_provider_id');
       const known = backend.exists
         ? await backend.exists(id, signal)

@@ -417,8 +417,8 @@ backends:
   const authorization = `Bearer ${await jwt({ sub: 'carol' })}`;
   const req = Object.assign(Readable.from([Buffer.from('abc')]), {
     method: 'PATCH',
-    headers: { authorization },
-    rawHeaders: ['Authorization', authorization],
+    headers: { authorization, 'content-length': '3' },
+    rawHeaders: ['Authorization', authorization, 'Content-Length', '3'],
   });
   const ctx = { req, res: { closed: true }, rawTarget: PATCH, path: PATCH, log: {} } as never as Parameters<
     typeof authenticate
