@@ -154,7 +154,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     },
     async reload(next) {
       const old = runtime;
-      runtime = await buildRuntime(next, logger, metrics);
+      const built = await buildRuntime(next, logger, metrics);
+      // The new configuration takes over once its key sources and backends are ready (a JWKS
+      // fetched, an upstream probed), so a reload does not flip /readyz; bounded, it never hangs.
+      await readyWithin(built, RELOAD_READY_WAIT);
+      runtime = built;
       logger.level = next.logging.level;
       const restartOnly = [
         'server.host',
@@ -190,6 +194,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       logger.info('stopped');
     },
   };
+}
+
+/** How long a reload waits for the new configuration to be ready before it takes over anyway. */
+const RELOAD_READY_WAIT = 5_000;
+
+async function readyWithin(runtime: Runtime, ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  while (!runtime.ready() && performance.now() < until) await delay(25);
 }
 
 /** How long a stop waits, once every connection is closed, for requests to finish their clean-up. */
