@@ -57,6 +57,8 @@ interface Runtime {
   readonly backends: Backends;
   /** Backends reachable and key sources loaded. */
   ready(): boolean;
+  /** Each readiness check by name (`keys`, each backend), for /readyz. */
+  checks(): Record<string, boolean>;
   /** Stops what this configuration runs (backends, key refreshes). */
   close(): Promise<void>;
   readonly stages: ReadonlyArray<readonly [string, Stage]>;
@@ -96,6 +98,7 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
     backends,
     stages,
     ready: () => authenticate.ready() && backends.ready(),
+    checks: () => ({ keys: authenticate.ready(), ...backends.checks() }),
     async close() {
       authenticate.close();
       await backends.close();
@@ -137,7 +140,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   answerFramingErrors(server, { logger, metrics });
   const ready = () => !draining && runtime.ready();
-  const admin = options.worker === undefined ? createServer(createAdminHandler(metrics, ready)) : undefined;
+  const admin =
+    options.worker === undefined
+      ? createServer(createAdminHandler(metrics, ready, () => runtime.checks()))
+      : undefined;
 
   return {
     logger,

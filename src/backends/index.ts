@@ -28,6 +28,8 @@ export interface Backends {
   readonly assetGroupTags: AssetGroupTagsBackend;
   /** True while every backend can serve (upstreams reachable, databases connected). */
   ready(): boolean;
+  /** Whether each backend can serve, by name (`collectors`, …, `passthrough`, `postgres`), for /readyz. */
+  checks(): Record<string, boolean>;
   /** Releases every backend's resources. */
   close(): Promise<void>;
 }
@@ -91,12 +93,21 @@ export async function createBackends(config: Config, deps: BackendDeps): Promise
     const pools = await Promise.all(databases.values());
     const passthrough = config.passthrough && createPassthrough(config.passthrough, upstream);
     if (passthrough) opened.push(passthrough);
+    const named: Array<[string, { ready?(): boolean }]> = [
+      ['collectors', collectors],
+      ['sso_providers', ssoProviders],
+      ['asset_group_tags', assetGroupTags],
+      ...(passthrough ? [['passthrough', passthrough] as [string, PassthroughBackend]] : []),
+      ...pools.map((p, i) => [i === 0 ? 'postgres' : `postgres_${i + 1}`, p] as [string, PostgresStores]),
+    ];
+    const checks = () => Object.fromEntries(named.map(([name, b]) => [name, b.ready?.() ?? true]));
     return {
       passthrough,
       collectors,
       ssoProviders,
       assetGroupTags,
-      ready: () => opened.every((b) => b.ready?.() ?? true) && pools.every((p) => p.ready()),
+      ready: () => named.every(([, b]) => b.ready?.() ?? true),
+      checks,
       async close() {
         await Promise.allSettled(opened.map((b) => b.close()));
         await Promise.allSettled(pools.map((p) => p.close()));

@@ -13,9 +13,14 @@ export interface MetricsSource {
 
 /**
  * The `request` listener of the admin server; `ready()` says whether the gateway takes traffic (a
- * promise when the answer comes from the cluster's workers; a rejection is "not ready").
+ * promise when the answer comes from the cluster's workers; a rejection is "not ready"), and
+ * `checks()`, when given, says which part is ready by name.
  */
-export function createAdminHandler(metrics: MetricsSource, ready: () => boolean | Promise<boolean>) {
+export function createAdminHandler(
+  metrics: MetricsSource,
+  ready: () => boolean | Promise<boolean>,
+  checks?: () => Record<string, boolean>,
+) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -26,7 +31,19 @@ export function createAdminHandler(metrics: MetricsSource, ready: () => boolean 
       Promise.resolve()
         .then(ready)
         .catch(() => false)
-        .then((ok) => send(res, ok ? 200 : 503, { status: ok ? 'ready' : 'not ready' }));
+        .then((ok) =>
+          send(res, ok ? 200 : 503, {
+            status: ok ? 'ready' : 'not ready',
+            // Which part is not ready: each upstream, database and key source by name.
+            ...(checks
+              ? {
+                  checks: Object.fromEntries(
+                    Object.entries(checks()).map(([k, v]) => [k, v ? 'ok' : 'not ready']),
+                  ),
+                }
+              : {}),
+          }),
+        );
     } else if (path === '/metrics') {
       metrics.registry.metrics().then(
         (text) => {

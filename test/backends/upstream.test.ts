@@ -148,7 +148,12 @@ t.test('an unreachable upstream is a 502 envelope and /readyz says so', async (t
   const res = await call(gw, { method: 'GET', target: MEMBER });
   t.equal(res.status, 502);
   t.same(errorOf(res), { status: 502, context: 'upstream', message: 'upstream service unavailable' });
-  t.equal((await fetch(`${gw.adminUrl}/readyz`)).status, 503, 'not ready while the upstream is down');
+  const readyz = await fetch(`${gw.adminUrl}/readyz`);
+  t.equal(readyz.status, 503, 'not ready while the upstream is down');
+  t.match(await readyz.json(), {
+    status: 'not ready',
+    checks: { asset_group_tags: 'not ready', collectors: 'ok', sso_providers: 'ok', keys: 'ok' },
+  });
   t.equal(await metric(gw, /^gateway_upstream_errors_total\{backend="asset_group_tags",kind="connect"\}/), 1);
 });
 

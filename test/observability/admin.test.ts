@@ -10,7 +10,10 @@ t.test('admin listener', async (t) => {
     t.equal(live.status, 200);
     const ready = await fetch(`${gw.adminUrl}/readyz`);
     t.equal(ready.status, 200);
-    t.same(await ready.json(), { status: 'ready' });
+    t.same(await ready.json(), {
+      status: 'ready',
+      checks: { keys: 'ok', collectors: 'ok', sso_providers: 'ok', asset_group_tags: 'ok' },
+    });
     t.equal((await fetch(`${gw.adminUrl}/nope`)).status, 404);
     t.equal((await fetch(`${gw.adminUrl}/metrics`, { method: 'POST' })).status, 405);
   });
