@@ -88,7 +88,7 @@ export function createSsoProviderUpdate(deps: {
 function requested(patch: SsoProviderPatch): string[] {
   const fields: string[] = [];
   if (patch.name !== undefined) fields.push('name', 'display_name');
-  if (patch.metadata !== undefined) fields.push('metadata', 'idp_issuer_uri', 'idp_sso_uri');
+  if (patch.metadata !== undefined) fields.push('idp_issuer_uri', 'idp_sso_uri', 'metadata_xml');
   if (patch.autoProvision !== undefined) fields.push('config.auto_provision');
   return fields;
 }

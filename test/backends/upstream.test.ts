@@ -371,5 +371,5 @@ t.test('SSO provider PATCH through an upstream', async (t) => {
   t.equal(seen?.headers['content-type'], form.contentType);
   t.equal(seen?.signatureValid, true, 're-signed over the body that went out');
   const audit = gw.logs.find((l) => l.audit === 'sso_provider_update');
-  t.same(audit?.fields, ['name', 'display_name', 'metadata', 'idp_issuer_uri', 'idp_sso_uri']);
+  t.same(audit?.fields, ['name', 'display_name', 'idp_issuer_uri', 'idp_sso_uri', 'metadata_xml']);
 });
