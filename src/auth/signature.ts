@@ -67,7 +67,7 @@ export class RequestKeys {
    */
   open(
     tokenId: string,
-    key: Buffer,
+    key: string | Buffer,
     method: string,
     target: string,
     requestDate: string,

@@ -10,6 +10,7 @@ import { errors, GatewayError } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import { RequestKeys } from '../auth/signature.js';
 import { readBounded } from './answer.js';
 import { probeReachability } from './probe.js';
 import { authHeaders, forwardingHeaders, type OutgoingBody } from './outgoing.js';
@@ -65,6 +66,7 @@ export function createUpstreamClient(
   });
   const { metrics, logger } = deps;
   const reachability = probeReachability(url, config.connect_timeout, name, logger);
+  const keys = new RequestKeys();
   const mark = reachability.mark;
 
   return {
@@ -73,12 +75,11 @@ export function createUpstreamClient(
       const headers = {
         ...(request.client ? forwardingHeaders(request.client, deps.trustProxy) : {}),
         ...request.headers,
-        ...(await authHeaders(config.auth, {
-          method: request.method,
-          target,
-          body: request.body,
-          client: request.client,
-        })),
+        ...(await authHeaders(
+          config.auth,
+          { method: request.method, target, body: request.body, client: request.client },
+          keys,
+        )),
       };
       const { body } = request;
       const started = performance.now();

@@ -5,7 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { rfc3339, SignatureDigest } from '../auth/signature.js';
+import { RequestKeys, rfc3339 } from '../auth/signature.js';
 import type { UpstreamAuthConfig } from '../config/schema.js';
 import type { RequestContext } from '../http/context.js';
 import { secondsLeft } from '../http/deadline.js';
@@ -49,6 +49,7 @@ export async function authHeaders(
     body: OutgoingBody | undefined;
     client: RequestContext | undefined;
   },
+  keys: RequestKeys = new RequestKeys(1),
   now: () => number = Date.now,
 ): Promise<Record<string, string>> {
   if (auth.type === 'bearer') return { authorization: `Bearer ${auth.token}` };
@@ -62,7 +63,8 @@ export async function authHeaders(
     return headers;
   }
   const date = rfc3339(now());
-  const digest = new SignatureDigest(auth.token_key, request.method, request.target, date);
+  // Repeated requests (the same method and target within the hour) reuse their signing key.
+  const digest = keys.open(auth.token_id, auth.token_key, request.method, request.target, date);
   const { body } = request;
   if (Buffer.isBuffer(body)) {
     digest.update(body);

@@ -3,6 +3,7 @@ import {
   checkClockSkew,
   computeSignature,
   parseRequestDate,
+  RequestKeys,
   requestDateOffset,
   parseSignature,
   rfc3339,
@@ -180,4 +181,37 @@ t.test('signatures compare by content and length, never throwing', async (t) => 
   t.ok(signaturesEqual(a, Buffer.alloc(32, 1)));
   t.notOk(signaturesEqual(a, Buffer.alloc(32, 2)));
   t.notOk(signaturesEqual(a, Buffer.alloc(31, 1)));
+});
+
+t.test('RequestKeys gives the same signature as computing it, cached or not', async (t) => {
+  const keys = new RequestKeys(2);
+  const date = '2024-05-01T10:15:00Z';
+  const expect = (method: string, target: string, body: Buffer, d = date) =>
+    Buffer.from(computeSignature('k', method, target, d, body), 'base64');
+  const run = (method: string, target: string, body: Buffer, d = date) => {
+    const h = keys.open('id', 'k', method, target, d);
+    if (body.length > 0) {
+      h.update(body.subarray(0, 3));
+      h.update(body.subarray(3));
+    }
+    return h.digest();
+  };
+  const body = Buffer.from('{"some":"body"}');
+  for (let i = 0; i < 2; i++) {
+    t.same(run('GET', '/a', Buffer.alloc(0)), expect('GET', '/a', Buffer.alloc(0)), `empty body, pass ${i}`);
+    t.same(run('PATCH', '/a', body), expect('PATCH', '/a', body), `with a body, pass ${i}`);
+  }
+  t.same(
+    run('GET', '/a', Buffer.alloc(0), '2024-05-01T11:00:00Z'),
+    expect('GET', '/a', Buffer.alloc(0), '2024-05-01T11:00:00Z'),
+    'another hour is another key',
+  );
+  t.notSame(run('GET', '/a', Buffer.alloc(0), '2024-05-01T11:00:00Z'), expect('GET', '/a', Buffer.alloc(0)));
+  const long = `/a?${'x'.repeat(1000)}`;
+  t.same(run('GET', long, body), expect('GET', long, body), 'a long target is computed, not kept');
+  t.same(
+    run('GET', '/b', Buffer.alloc(0)),
+    expect('GET', '/b', Buffer.alloc(0)),
+    'past the bound, old entries go',
+  );
 });

@@ -9,6 +9,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { performance } from 'node:perf_hooks';
 import { ProxyServer } from 'http-proxy-3';
 import type { Config } from '../../config/schema.js';
+import { RequestKeys } from '../../auth/signature.js';
 import { errors } from '../../errors.js';
 import type { RequestContext } from '../../http/context.js';
 import { kindOf, type UpstreamDeps } from '../../upstream/client.js';
@@ -73,6 +74,7 @@ export function createPassthrough(config: PassthroughConfig, deps: UpstreamDeps)
     proxyTimeout: config.headers_timeout,
   });
   const reachability = probeReachability(target, config.connect_timeout, NAME, deps.logger);
+  const keys = new RequestKeys();
   const prefix = target.pathname.replace(/\/+$/, '');
   const { metrics } = deps;
   /** What one forwarded request needs from the proxy's events, by its incoming request. */
@@ -112,7 +114,11 @@ export function createPassthrough(config: PassthroughConfig, deps: UpstreamDeps)
       const body = ctx.body;
       const headers = {
         ...forwardingHeaders(ctx, deps.trustProxy),
-        ...(await authHeaders(config.auth, { method, target: prefix + ctx.rawTarget, body, client: ctx })),
+        ...(await authHeaders(
+          config.auth,
+          { method, target: prefix + ctx.rawTarget, body, client: ctx },
+          keys,
+        )),
       };
       if (body !== undefined && (body.size > 0 || !BODYLESS.has(method))) {
         headers['content-length'] = String(body.size);
