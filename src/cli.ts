@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 /**
  * The `gateway` command: `gateway --config FILE` starts the gateway, `gateway check-config FILE
- * [--resolve]` validates a configuration, `gateway sign ...` prints signed-request headers.
+ * [--resolve]` validates a configuration, `gateway sign ...` prints signed-request headers,
+ * `gateway migrate` and `gateway import` prepare and fill the PostgreSQL store.
  */
 import { parseArgs } from 'node:util';
+import { runImport } from './cli/import.js';
+import { runMigrate } from './cli/migrate.js';
 import { runSign } from './cli/sign.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
 import { runGateway } from './main.js';
@@ -12,6 +15,9 @@ const USAGE = `usage:
   gateway --config FILE                      start the gateway
   gateway check-config FILE [--resolve]      validate a configuration (exit 0 or 1)
   gateway sign --token-id ID --method M --uri PATH[?QUERY] [...]   print signed-request headers
+  gateway migrate --postgres URL             apply the PostgreSQL schema migrations
+  gateway import --postgres URL [--sso-providers FILE] [--asset-group-tags FILE]
+                                             load the local JSON stores into PostgreSQL
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -24,6 +30,14 @@ async function main(argv: string[]): Promise<number> {
     });
   }
   if (command === 'check-config') return checkConfig(argv.slice(1));
+  if (command === 'migrate' || command === 'import') {
+    const run = command === 'migrate' ? runMigrate : runImport;
+    return run(argv.slice(1), {
+      stdout: (s) => process.stdout.write(s),
+      stderr: (s) => process.stderr.write(s),
+      env: process.env,
+    });
+  }
   let values: { config?: string; help?: boolean };
   try {
     ({ values } = parseArgs({

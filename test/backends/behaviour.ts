@@ -4,7 +4,10 @@
  * run it, so the two backends cannot drift apart.
  */
 import type { Test } from 'tap';
-import type { AssetGroupTagsBackend, MemberWithSelectors } from '../../src/backends/asset-group-tags/backend.js';
+import type {
+  AssetGroupTagsBackend,
+  MemberWithSelectors,
+} from '../../src/backends/asset-group-tags/backend.js';
 import type {
   SsoProviderPatch,
   SsoProvidersBackend,
@@ -144,15 +147,28 @@ export function behaviourSuite(t: Test, open: Opener): void {
       [1, 2, 3],
       'disabled selectors included, ordered by id',
     );
-    t.notOk(found?.selectors.some((s) => 'members' in s), 'no storage-only members list');
+    t.notOk(
+      found?.selectors.some((s) => 'members' in s),
+      'no storage-only members list',
+    );
     t.same(found?.selectors[0]?.seeds, [{ value: 'first' }, { value: 'second' }], 'seeds in order');
-    t.same((await tags.getMember(1, 102, never()))?.selectors.map((s) => s.id), [3]);
-    t.same((await tags.getMember(2, 102, never()))?.selectors.map((s) => s.id), [4], 'per tag');
+    t.same(
+      (await tags.getMember(1, 102, never()))?.selectors.map((s) => s.id),
+      [3],
+    );
+    t.same(
+      (await tags.getMember(2, 102, never()))?.selectors.map((s) => s.id),
+      [4],
+      'per tag',
+    );
   });
 
   t.test('getMember: a member listed twice by one selector gets that selector once', async (t) => {
     const { tags } = await stores(t);
-    t.same((await tags.getMember(1, 103, never()))?.selectors.map((s) => s.id), [1]);
+    t.same(
+      (await tags.getMember(1, 103, never()))?.selectors.map((s) => s.id),
+      [1],
+    );
   });
 
   t.test('getMember: unknown tag, unknown member or no covering selector is undefined', async (t) => {
@@ -224,7 +240,11 @@ export function behaviourSuite(t: Test, open: Opener): void {
       1,
       {
         name: 'provider 1',
-        metadata: { xml: '<md:EntityDescriptor/>', idpIssuerUri: 'urn:idp', idpSsoUri: 'https://idp.example.com/sso' },
+        metadata: {
+          xml: '<md:EntityDescriptor/>',
+          idpIssuerUri: 'urn:idp',
+          idpSsoUri: 'https://idp.example.com/sso',
+        },
         autoProvision: { enabled: false, default_role_id: 1, role_provision: false },
       },
       never(),
@@ -244,7 +264,10 @@ export function behaviourSuite(t: Test, open: Opener): void {
       sso.update(4, { autoProvision }, never()),
       sso.update(1, { name: 'Other provider' }, never()),
     ]);
-    t.ok(results.every((r) => r !== undefined && r.changed.length > 0), 'each one changed something');
+    t.ok(
+      results.every((r) => r !== undefined && r.changed.length > 0),
+      'each one changed something',
+    );
     const after = await sso.get(4, never());
     t.equal(after?.name, 'Concurrent');
     t.equal(after?.idp_issuer_uri, 'urn:other');

@@ -3,10 +3,15 @@ import t from 'tap';
 import { createPostgresAssetGroupTags } from '../../src/backends/asset-group-tags/postgres.js';
 import { openPostgres } from '../../src/backends/postgres/index.js';
 import { createPostgresSsoProviders } from '../../src/backends/sso-providers/postgres.js';
-import { configSchema } from '../../src/config/schema.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
-import { createDatabase, createSchema, importStores, requirePostgres } from '../helpers/postgres.js';
+import {
+  createDatabase,
+  createSchema,
+  importStores,
+  postgresConfig,
+  requirePostgres,
+} from '../helpers/postgres.js';
 import { behaviourSuite } from './behaviour.js';
 
 if (await requirePostgres(t)) {
@@ -14,8 +19,7 @@ if (await requirePostgres(t)) {
   behaviourSuite(t, async (t, stores) => {
     const url = await createSchema(t, database);
     await importStores(t, url, stores);
-    const config = configSchema.shape.backends.shape.sso_providers.parse({ type: 'postgres', url, pool_size: 4 });
-    if (config.type !== 'postgres') throw new Error('unreachable');
+    const config = postgresConfig(url);
     const deps = { metrics: createMetrics(), logger: createLogger('silent') };
     const db = await openPostgres(config, deps);
     t.teardown(() => db.close());

@@ -4,11 +4,13 @@
  * message, except in CI (`CI=true`), where that is a failure.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import type { Test } from 'tap';
 import { runImport } from '../../src/cli/import.js';
+import { configSchema, type PostgresConfig } from '../../src/config/schema.js';
 
 /** The database tests connect to first (trust auth); override with `GATEWAY_TEST_POSTGRES_URL`. */
 export const ADMIN_URL = process.env.GATEWAY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -87,7 +89,10 @@ export interface CommandResult {
 
 /** Runs a command function (`runImport`, `runMigrate`) in process, capturing what it writes. */
 export async function runCli(
-  run: (argv: string[], io: { stdout(s: string): void; stderr(s: string): void; env: NodeJS.ProcessEnv }) => Promise<number>,
+  run: (
+    argv: string[],
+    io: { stdout(s: string): void; stderr(s: string): void; env: NodeJS.ProcessEnv },
+  ) => Promise<number>,
   argv: string[],
   env: NodeJS.ProcessEnv = {},
 ): Promise<CommandResult> {
@@ -117,4 +122,65 @@ export async function importStores(
   const result = await runCli(runImport, argv);
   if (result.code !== 0) throw new Error(`import failed: ${result.stderr}`);
   return result;
+}
+
+/** A TCP proxy in front of PostgreSQL that a test can stop (cutting every connection) and start again. */
+export interface Proxy {
+  readonly port: number;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+/** Starts a proxy on a free port forwarding to the host and port of `url`; closed when `t` ends. */
+export async function startProxy(t: Test, url: string): Promise<Proxy> {
+  const target = new URL(url);
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port || 5432), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    client.pipe(upstream).pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  await listen(0);
+  const port = (server.address() as AddressInfo).port;
+  const stop = async () => {
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const s of sockets) s.destroy();
+    await closed;
+  };
+  t.teardown(() => (server.listening ? stop() : undefined));
+  return { port, stop, start: () => listen(port) };
+}
+
+/** `url` pointing at `port` on 127.0.0.1 instead (a proxy, or a port where nothing listens). */
+export function withPort(url: string, port: number): string {
+  const u = new URL(url);
+  u.hostname = '127.0.0.1';
+  u.port = String(port);
+  return u.toString();
+}
+
+/** The validated `type: postgres` backend configuration for `url`, with `over` applied. */
+export function postgresConfig(url: string, over: Record<string, unknown> = {}): PostgresConfig {
+  const parsed = configSchema.shape.backends.shape.sso_providers.parse({
+    type: 'postgres',
+    url,
+    pool_size: 4,
+    ...over,
+  });
+  if (parsed.type !== 'postgres') throw new Error('not a postgres configuration');
+  return parsed;
 }

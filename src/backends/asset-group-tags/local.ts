@@ -73,3 +73,6 @@ export async function createLocalAssetGroupTags(path: string): Promise<AssetGrou
     async close() {},
   };
 }
+
+/** The file's schema, also read by `gateway import` (the postgres backend's loader). */
+export { file as assetGroupTagsFileSchema };

@@ -1,16 +1,186 @@
-/** The PostgreSQL connection shared by the postgres backends of one configuration (issue 6). */
+/**
+ * The PostgreSQL connection shared by the postgres backends of one configuration: one pool per URL,
+ * the schema migrated (or checked), and the database's health.
+ *
+ * The gateway starts even when the database is down: it is then not ready (`/readyz` 503), requests
+ * get 503 `store unavailable`, and a background check retries until the database answers (and the
+ * schema is in place), when readiness comes back by itself. Requests also try the database directly
+ * whenever the schema is ready, so a recovered database serves at once.
+ */
+import pg from 'pg';
+import type { QueryResultRow } from 'pg';
 import type { PostgresConfig } from '../../config/schema.js';
+import { errors } from '../../errors.js';
 import type { BackendDeps } from '../index.js';
+import { isConnectionError } from './errors.js';
+import { checkSchema, migrate } from './migrations.js';
+import { createSession, type Query } from './session.js';
 
-/** An open database: its pool, migrated schema and health. */
+export type { Query } from './session.js';
+
+/** An open database: statements and transactions under a signal, its readiness, and its metrics. */
 export interface PostgresStores {
+  /** True while the database answers and its schema is in place. */
   ready(): boolean;
+  /** One statement; 503 while the schema is not ready or the database is unreachable. */
+  query<R extends QueryResultRow = QueryResultRow>(
+    text: string,
+    values: unknown[],
+    signal: AbortSignal,
+  ): Promise<R[]>;
+  /** `work` in one transaction whose `COMMIT` is the one commit point (see `session.ts`). */
+  transaction<T>(signal: AbortSignal, work: (query: Query) => Promise<T>): Promise<T>;
+  /** Records a store operation's duration in `gateway_store_operation_duration_seconds`. */
+  observe(operation: string, started: number): void;
   close(): Promise<void>;
 }
 
-/** Opens the pool for `config`, applies the migrations unless disabled. Throws when it cannot. */
+/** The SQL text of a timestamptz as RFC 3339 in UTC, fraction digits only where they are not zero. */
+export const rfc3339 = (column: string) =>
+  `regexp_replace(to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), '\\.?0+Z$', 'Z')`;
+
+/** Opens the pool for `config`; migrates (or checks) the schema unless the database is down. */
 export async function openPostgres(config: PostgresConfig, deps: BackendDeps): Promise<PostgresStores> {
-  void config;
-  void deps;
-  throw new Error('the postgres backend is not available yet');
+  const log = deps.logger.child({ component: 'postgres' });
+  const pool = new pg.Pool({
+    connectionString: config.url,
+    max: config.pool_size,
+    connectionTimeoutMillis: config.connect_timeout,
+    statement_timeout: config.statement_timeout,
+    // A transaction left open (a stalled process) must not hold its row locks for ever.
+    idle_in_transaction_session_timeout: Math.max(config.statement_timeout, 10_000),
+    application_name: 'bh-gateway',
+    keepAlive: true,
+  });
+  // A connection that dies (the server restarts, the network drops) must not crash the process.
+  const onClientError = (err: Error) => {
+    log.warn({ err: err.message }, 'database connection lost');
+    void check(true);
+  };
+  pool.on('connect', (client) => client.on('error', onClientError));
+  pool.on('error', onClientError);
+
+  let schemaReady = false;
+  let reachable = false;
+  let lastOk = 0;
+  let lastProblem: string | undefined;
+  let closed = false;
+  const cancels = new Set<Promise<void>>();
+
+  const up = () => {
+    lastOk = Date.now();
+    if (!reachable && schemaReady) log.info('database reachable');
+    reachable = true;
+    lastProblem = undefined;
+  };
+  const down = (err: unknown) => {
+    const problem = (err as Error).message;
+    if (reachable || problem !== lastProblem) log.error({ err: problem }, 'database unavailable');
+    reachable = false;
+    lastProblem = problem;
+  };
+
+  const session = createSession(pool, {
+    succeeded: up,
+    unreachable: down,
+    cancel(pid) {
+      const client = new pg.Client({
+        connectionString: config.url,
+        connectionTimeoutMillis: config.connect_timeout,
+        statement_timeout: config.connect_timeout,
+        application_name: 'bh-gateway cancel',
+      });
+      client.on('error', () => undefined);
+      const done = client
+        .connect()
+        .then(() => client.query('SELECT pg_cancel_backend($1)', [pid]))
+        .then(
+          () => undefined,
+          (err: Error) => log.warn({ err: err.message }, 'cancelling a statement failed'),
+        )
+        .finally(() => client.end().catch(() => undefined));
+      cancels.add(done);
+      void done.then(() => cancels.delete(done));
+    },
+  });
+
+  /** Brings the schema in place, then (or, with `force`, at once) proves the database answers. */
+  const probe = async (force: boolean) => {
+    try {
+      if (!schemaReady) {
+        const client = await pool.connect();
+        let failed: Error | undefined;
+        try {
+          if (config.migrate) {
+            const applied = await migrate(client);
+            if (applied.length > 0) log.info({ versions: applied }, 'database migrated');
+          } else {
+            await checkSchema(client);
+          }
+        } catch (err) {
+          failed = err as Error;
+          throw err;
+        } finally {
+          client.release(failed);
+        }
+        schemaReady = true;
+        up();
+      } else if (force || !reachable || Date.now() - lastOk >= config.health_check_interval) {
+        await pool.query('SELECT 1');
+        up();
+      }
+    } catch (err) {
+      // Not reachable, or reachable with a schema that is not in place: not ready either way.
+      if (isConnectionError(err) || !schemaReady) down(err);
+    }
+  };
+  /** One probe at a time. */
+  let checking: Promise<void> | undefined;
+  const check = (force = false): Promise<void> => {
+    if (closed) return Promise.resolve();
+    checking ??= probe(force).finally(() => {
+      checking = undefined;
+    });
+    return checking;
+  };
+
+  await check();
+  const timer = setInterval(() => void check(), config.health_check_interval);
+  timer.unref();
+  const counts = () => ({
+    idle: pool.idleCount,
+    active: pool.totalCount - pool.idleCount,
+    waiting: pool.waitingCount,
+  });
+  deps.metrics.storePools.add(counts);
+
+  const usable = () => {
+    if (closed || !schemaReady) throw errors.storeUnavailable();
+  };
+  return {
+    ready: () => !closed && schemaReady && reachable,
+    async query(text, values, signal) {
+      usable();
+      return session.query(text, values, signal);
+    },
+    async transaction(signal, work) {
+      usable();
+      return session.transaction(signal, work);
+    },
+    observe(operation, started) {
+      deps.metrics.storeDuration.observe(
+        { backend: 'postgres', operation },
+        (performance.now() - started) / 1000,
+      );
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(timer);
+      deps.metrics.storePools.delete(counts);
+      await checking;
+      await Promise.allSettled([...cancels]);
+      await pool.end();
+    },
+  };
 }

@@ -78,3 +78,12 @@ export interface SsoProvidersBackend {
   ready?(): boolean;
   close(): Promise<void>;
 }
+
+/** A backend that answers updates itself (the local file, PostgreSQL): never a relayed answer. */
+export interface SsoProvidersStore extends SsoProvidersBackend {
+  update(
+    ssoProviderId: number,
+    patch: SsoProviderPatch,
+    signal: AbortSignal,
+  ): Promise<SsoProviderUpdate | undefined>;
+}

@@ -8,7 +8,7 @@ import { open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Metrics } from '../../observability/metrics.js';
-import type { SsoProvider, SsoProviderPatch, SsoProvidersBackend, SsoProviderUpdate } from './backend.js';
+import type { SsoProvider, SsoProviderPatch, SsoProviderUpdate, SsoProvidersStore } from './backend.js';
 
 const MAX_ID = 2_147_483_647;
 const time = z.iso.datetime({ error: 'must be an RFC 3339 time in UTC' });
@@ -77,7 +77,7 @@ const versionOf = (s: { ino: number; size: number; mtimeMs: number }) => `${s.in
 export async function createLocalSsoProviders(
   file: string,
   deps: { metrics: Metrics; now?: () => Date },
-): Promise<SsoProvidersBackend> {
+): Promise<SsoProvidersStore> {
   const now = deps.now ?? (() => new Date());
   const key = path.resolve(file);
   let loaded: { state: Store; version: string; mode: number };
@@ -285,3 +285,6 @@ async function writeDurably(file: string, text: string, mode: number, signal: Ab
   await handle?.sync().catch(() => undefined);
   await handle?.close();
 }
+
+/** The file's schema, also read by `gateway import` (the postgres backend's loader). */
+export { storeSchema as ssoProvidersFileSchema };

@@ -1,0 +1,64 @@
+/**
+ * What `gateway migrate` and `gateway import` share: where they write, which database they open, and
+ * how a failure is reported. The URL may carry a password, so it can come from the environment
+ * (`GATEWAY_POSTGRES_URL`) rather than the command line, and it never appears in a message.
+ */
+import pg from 'pg';
+
+/** Where a command writes, and the environment it reads `GATEWAY_POSTGRES_URL` from. */
+export interface CommandIo {
+  stdout: (s: string) => void;
+  stderr: (s: string) => void;
+  env: Record<string, string | undefined>;
+}
+
+/** A mistake in the command line: its message goes to stderr with the usage, exit 2. */
+export class UsageError extends Error {}
+
+const URL_FORM = /^postgres(ql)?:\/\//;
+
+/** The database URL from `--postgres`, else `GATEWAY_POSTGRES_URL`. */
+export function postgresUrl(flag: string | undefined, env: CommandIo['env']): string {
+  const url = flag ?? env.GATEWAY_POSTGRES_URL;
+  if (url === undefined || url === '') {
+    throw new UsageError('--postgres URL (or GATEWAY_POSTGRES_URL) is required');
+  }
+  if (!URL_FORM.test(url)) throw new UsageError('--postgres must be a postgres:// URL');
+  return url;
+}
+
+/** Runs `work` on one connection to `url` (no statement timeout: an operator waits for it), then closes it. */
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: 10_000,
+    application_name: 'bh-gateway cli',
+  });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Runs a command: a `UsageError` is exit 2 with `usage`, any other failure exit 1 with its message. */
+export async function runCommand(
+  name: string,
+  usage: string,
+  io: CommandIo,
+  command: () => Promise<void>,
+): Promise<number> {
+  try {
+    await command();
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr(`gateway ${name}: ${err.message}\n${usage}\n`);
+      return 2;
+    }
+    io.stderr(`gateway ${name}: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
