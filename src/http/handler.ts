@@ -11,6 +11,7 @@ import type { Logger } from '../observability/logger.js';
 import { type Metrics, statusClass } from '../observability/metrics.js';
 import type { Stage } from '../pipeline.js';
 import type { RequestContext } from './context.js';
+import { UpstreamStatusError } from '../errors.js';
 import { toGatewayError, writeError } from './envelope.js';
 
 /** Milliseconds between the two interim answers that tell a gone client from a half-closed one. */
@@ -76,7 +77,15 @@ export function createHandler(parts: HandlerParts): RequestHandler {
   };
   const probe = (socket: Socket) => {
     const res = pending.get(socket);
-    if (res !== undefined && !res.headersSent && res.writable) res.writeProcessing();
+    if (res === undefined || res.writableFinished) return;
+    if (!res.headersSent) {
+      // An HTTP/1.0 client must not get a 1xx (RFC 9110 §15.2): its FIN cannot be probed.
+      if (res.req.httpVersion !== '1.0' && res.writable) res.writeProcessing();
+    } else {
+      // A body is streaming (a relayed upstream answer) and cannot carry a probe: the client
+      // that closed its side is taken to be gone, and the upstream request is aborted.
+      res.destroy();
+    }
   };
   return Object.assign(handler, {
     connection(socket: Socket) {
@@ -99,7 +108,9 @@ async function run(ctx: RequestContext, stages: ReadonlyArray<readonly [string, 
     }
   } catch (err) {
     const error = toGatewayError(err, ctx.deadline?.signal);
-    if (error.status >= 500 && error.status !== 504) ctx.log.err = err;
+    // An upstream's own 5xx passed through is its answer, not a failure of ours to log in full.
+    if (error.status >= 500 && error.status !== 504 && !(err instanceof UpstreamStatusError))
+      ctx.log.err = err;
     if (error.reason) ctx.log.reason = error.reason;
     if (!ctx.res.destroyed) writeError(ctx.res, ctx.id, error);
   }

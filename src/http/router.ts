@@ -70,7 +70,13 @@ function checkTarget(path: string): string[] {
  * both are the pass-through route instead when the path is under `/api/v2`.
  */
 function route(method: string, segments: readonly string[], passthrough: boolean): Route {
-  const forwarded = passthrough && segments[0] === 'api' && segments[1] === 'v2';
+  // TRACE would echo the gateway's own credentials back from the service; CONNECT is no request.
+  const forwarded =
+    passthrough &&
+    segments[0] === 'api' &&
+    segments[1] === 'v2' &&
+    method !== 'TRACE' &&
+    method !== 'CONNECT';
   for (const spec of SPECS) {
     const params = match(spec.segments, segments);
     if (!params) continue;

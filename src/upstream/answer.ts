@@ -10,10 +10,17 @@ import type { UpstreamAnswer } from './client.js';
 const PASSED = [
   'content-type',
   'content-length',
+  'content-encoding',
+  'content-language',
   'content-disposition',
   'etag',
   'last-modified',
   'cache-control',
+  'expires',
+  'vary',
+  'location',
+  'retry-after',
+  'www-authenticate',
 ];
 
 /** The answer's body-describing headers, plus the upstream's `RequestID` as `X-Upstream-RequestID`. */

@@ -25,6 +25,11 @@ export interface OutgoingRequest {
   readonly headers?: Readonly<Record<string, string>>;
   /** The request being served, when there is one: forwarding headers and `client` credentials. */
   readonly client?: RequestContext;
+  /**
+   * False for a fetch shared by several requests (the checksum cache): no one request's deadline
+   * goes out as `Prefer`.
+   */
+  readonly prefer?: boolean;
   readonly signal: AbortSignal;
 }
 
@@ -62,7 +67,6 @@ export function createUpstreamClient(
     connect: { timeout: config.connect_timeout },
     headersTimeout: config.headers_timeout,
     bodyTimeout: config.body_timeout,
-    maxResponseSize: config.max_response_size,
   });
   const { metrics, logger } = deps;
   const reachability = probeReachability(url, config.connect_timeout, name, logger);
@@ -73,7 +77,11 @@ export function createUpstreamClient(
     async send(request) {
       const target = prefix + request.target;
       const headers = {
-        ...(request.client ? forwardingHeaders(request.client, deps.trustProxy) : {}),
+        ...(request.client ? forwardingHeaders(request.client, deps.trustProxy, request.prefer ?? true) : {}),
+        // A held body's size is known: it goes out with a length, not chunked.
+        ...(request.body !== undefined && !Buffer.isBuffer(request.body)
+          ? { 'content-length': String(request.body.size) }
+          : {}),
         ...request.headers,
         ...(await authHeaders(
           config.auth,
@@ -140,6 +148,7 @@ export function kindOf(err: unknown): string {
     return 'protocol';
   if (err instanceof undici.SocketError) return 'reset';
   const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && code.startsWith('HPE_')) return 'protocol';
   if (code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'connect';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns';
   if (code === 'ECONNRESET' || code === 'EPIPE') return 'reset';

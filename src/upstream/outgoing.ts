@@ -11,7 +11,11 @@ import type { RequestContext } from '../http/context.js';
 import { secondsLeft } from '../http/deadline.js';
 
 /** The headers every upstream request carries for `ctx` (forwarding and deadline). */
-export function forwardingHeaders(ctx: RequestContext, trustProxy: boolean): Record<string, string> {
+export function forwardingHeaders(
+  ctx: RequestContext,
+  trustProxy: boolean,
+  prefer = true,
+): Record<string, string> {
   const { req } = ctx;
   const peer = req.socket.remoteAddress ?? '';
   const given = (name: string) => {
@@ -28,7 +32,7 @@ export function forwardingHeaders(ctx: RequestContext, trustProxy: boolean): Rec
   const host = given('x-forwarded-host') ?? req.headers.host;
   if (host !== undefined) headers['x-forwarded-host'] = host;
   if (ctx.identity !== undefined) headers['x-gateway-subject'] = ctx.identity.subject;
-  const seconds = secondsLeft(ctx);
+  const seconds = prefer ? secondsLeft(ctx) : undefined;
   if (seconds !== undefined) headers.prefer = `wait=${seconds}`;
   return headers;
 }

@@ -153,3 +153,83 @@ t.test('bearer credentials replace the client’s signature headers', async (t) 
   t.notOk(stub.seen[0]?.headers.signature);
   t.notOk(stub.seen[0]?.headers.requestdate);
 });
+
+t.test(
+  'the answer keeps its headers but not the upstream’s connection ones; Connection: close is honoured',
+  async (t) => {
+    const { stub, gw } = await setup(t);
+    stub.respond = (_req, res) => {
+      res.writeHead(200, {
+        'Content-Type': 'text/plain',
+        Connection: 'keep-alive, X-Secret-Hop',
+        'Keep-Alive': 'timeout=60',
+        'X-Secret-Hop': 'zz',
+        'Set-Cookie': ['a=1', 'b=2'],
+        RequestID: 'up-1',
+      });
+      res.end('hello');
+    };
+    const auth = signed({ method: 'GET', target: '/api/v2/self' });
+    const answer = await rawRequest(
+      gw,
+      `GET /api/v2/self HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: ${auth.Authorization}\r\n` +
+        `RequestDate: ${auth.RequestDate}\r\nSignature: ${auth.Signature}\r\n\r\n`,
+    );
+    t.match(answer, /^HTTP\/1\.1 200 /);
+    t.match(answer, /\r\nConnection: close\r\n/i, 'the client asked to close, and the connection closed');
+    t.notMatch(answer, /keep-alive/i);
+    t.notMatch(answer, /x-secret-hop/i);
+    t.match(answer, /Set-Cookie: a=1\r\nSet-Cookie: b=2/);
+    t.match(answer, /X-Upstream-RequestID: up-1/);
+    t.match(answer, /\r\nhello\r\n/);
+  },
+);
+
+t.test('an empty query, forwarding headers from an untrusted client, and TRACE', async (t) => {
+  const { stub, gw } = await setup(t);
+  const empty = await call(gw, { method: 'GET', target: '/api/v2/self?' });
+  t.equal(empty.status, 200);
+  t.equal(stub.seen[0]?.url, '/api/v2/self?', 'the raw target, even an empty query');
+  t.equal(stub.seen[0]?.signatureValid, true);
+  await call(gw, {
+    method: 'GET',
+    target: '/api/v2/self',
+    headers: {
+      Forwarded: 'for=1.2.3.4',
+      'X-Forwarded-Port': '1',
+      'X-Real-IP': '1.2.3.4',
+      'X-Original-URL': '/admin',
+    },
+  });
+  const seen = stub.seen[1]?.headers;
+  t.notOk(seen?.forwarded);
+  t.notOk(seen?.['x-forwarded-port']);
+  t.notOk(seen?.['x-real-ip']);
+  t.notOk(seen?.['x-original-url']);
+  t.equal(seen?.['x-forwarded-for'], '127.0.0.1');
+  const trace = await call(gw, { method: 'TRACE', target: '/api/v2/self' });
+  t.equal(trace.status, 404, 'TRACE is never forwarded');
+  t.equal(stub.seen.length, 2);
+});
+
+t.test('a pause inside the body is bounded by body_timeout, not headers_timeout', async (t) => {
+  const { stub, gw } = await setup(t, { headers_timeout: '200ms', body_timeout: '2s' });
+  stub.respond = (_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/plain' });
+    res.write('a');
+    setTimeout(() => res.end('b'), 400);
+  };
+  const res = await call(gw, { method: 'GET', target: '/api/v2/self' });
+  t.equal(res.status, 200);
+  t.equal(res.body.toString(), 'ab');
+});
+
+t.test('garbage from the service is a 502 invalid answer', async (t) => {
+  const { stub, gw } = await setup(t);
+  stub.respond = (_req, res) => {
+    res.socket?.end('NOT HTTP\r\n\r\n');
+  };
+  const res = await call(gw, { method: 'GET', target: '/api/v2/self' });
+  t.equal(res.status, 502);
+  t.equal(errorOf(res).message, 'upstream service sent an invalid answer');
+});

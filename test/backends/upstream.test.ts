@@ -373,3 +373,38 @@ t.test('SSO provider PATCH through an upstream', async (t) => {
   const audit = gw.logs.find((l) => l.audit === 'sso_provider_update');
   t.same(audit?.fields, ['name', 'display_name', 'idp_issuer_uri', 'idp_sso_uri', 'metadata_xml']);
 });
+
+t.test('answers larger than max_response_size stream through; headers a client needs pass', async (t) => {
+  const { stub, gw } = await setup(t, (s) => members(s, { max_response_size: 1024 }));
+  stub.respond = (_req, res) => {
+    res.writeHead(503, { 'Content-Type': 'application/json', 'Retry-After': '7' });
+    res.end(Buffer.alloc(64 * 1024, 'a'));
+  };
+  const res = await call(gw, { method: 'GET', target: MEMBER });
+  t.equal(res.status, 503);
+  t.equal(res.body.length, 64 * 1024, 'the cap is for checksums, not relayed answers');
+  t.equal(res.headers['retry-after'], '7');
+});
+
+t.test('a checksum fetch shared by several requests carries no one request’s deadline', async (t) => {
+  const { stub, gw } = await setup(t, collectors);
+  stub.respond = (_req, res) => {
+    res.writeHead(200, { 'Content-Disposition': 'attachment; filename="sharphound-v2.10.0.zip.sha256"' });
+    res.end('sum\n');
+  };
+  await call(gw, { method: 'GET', target: CHECKSUM, headers: { Prefer: 'wait=1' } });
+  t.notOk(stub.seen[0]?.headers.prefer);
+});
+
+t.test('a forwarded PATCH carries its length', async (t) => {
+  const { stub, gw } = await setup(t, (s) => ({ sso_providers: upstreamBackend(s) }));
+  const form = multipart([{ name: 'name', value: 'renamed' }]);
+  await call(gw, {
+    method: 'PATCH',
+    target: '/api/v2/sso-providers/1',
+    body: form.body,
+    headers: { 'Content-Type': form.contentType },
+  });
+  t.equal(stub.seen[0]?.headers['content-length'], String(form.body.length));
+  t.notOk(stub.seen[0]?.headers['transfer-encoding']);
+});

@@ -28,6 +28,8 @@ export async function createUpstreamCollectors(
           request?.rawTarget ??
           `/api/v2/collectors/${type}/${release === 'latest' ? 'latest' : `v${release}`}/checksum`,
         headers: { accept: 'application/octet-stream' },
+        // One fetch serves every request waiting on it: none of their deadlines is the fetch's.
+        prefer: false,
         ...(request ? { client: request } : {}),
         signal,
       });

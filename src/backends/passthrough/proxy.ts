@@ -7,6 +7,7 @@
 import { Agent as HttpAgent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { performance } from 'node:perf_hooks';
+import { pipeline } from 'node:stream/promises';
 import { ProxyServer } from 'http-proxy-3';
 import type { Config } from '../../config/schema.js';
 import { RequestKeys } from '../../auth/signature.js';
@@ -51,11 +52,11 @@ const GATEWAY_SET = [
 ];
 /** One forwarded request, as the proxy's events see it. */
 interface Forwarded {
-  readonly started: number;
+  /** The target that goes out: the URL's path prefix and the client's raw target. */
+  readonly path: string;
   outgoing?: ClientRequest;
-  /** True once the upstream stayed silent past `headers_timeout`. */
-  idle: boolean;
-  upstreamId?: string;
+  /** Writes the upstream's answer to the client. */
+  answered(proxyRes: IncomingMessage, res: ServerResponse): void;
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
@@ -64,15 +65,11 @@ const NAME = 'passthrough';
 /** The pass-through to `config.url`. */
 export function createPassthrough(config: PassthroughConfig, deps: UpstreamDeps): PassthroughBackend {
   const target = new URL(config.url);
-  const agentOptions = { keepAlive: true, maxSockets: config.connections, timeout: config.body_timeout };
+  const agentOptions = { keepAlive: true, maxSockets: config.connections };
   const agent = target.protocol === 'https:' ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
-  const proxy = new ProxyServer({
-    target: config.url,
-    agent,
-    toProxy: true,
-    changeOrigin: true,
-    proxyTimeout: config.headers_timeout,
-  });
+  // The answer is written here (`selfHandleResponse`): hop-by-hop headers stay behind, and the
+  // client's own `Connection: close` is honoured by Node.
+  const proxy = new ProxyServer({ target: config.url, agent, changeOrigin: true, selfHandleResponse: true });
   const reachability = probeReachability(target, config.connect_timeout, NAME, deps.logger);
   const keys = new RequestKeys();
   const prefix = target.pathname.replace(/\/+$/, '');
@@ -86,25 +83,16 @@ export function createPassthrough(config: PassthroughConfig, deps: UpstreamDeps)
     const state = inFlight.get(req);
     if (state === undefined) return;
     state.outgoing = proxyReq;
-    proxyReq.once('timeout', () => (state.idle = true));
+    // The raw target as the client sent it: http-proxy-3 joins paths through a URL parser.
+    proxyReq.path = state.path;
   });
-  // Relabels the upstream's answer before http-proxy-3 copies its headers onto ours: our RequestID
-  // and Preference-Applied stay, the upstream's id comes back as X-Upstream-RequestID.
   proxy.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse) => {
     const state = inFlight.get(req);
-    if (state !== undefined) {
-      metrics.upstreamDuration.observe({ backend: NAME }, (performance.now() - state.started) / 1000);
+    if (state === undefined) {
+      proxyRes.destroy();
+      return;
     }
-    const id = upstreamRequestId(proxyRes.headers);
-    delete proxyRes.headers.requestid;
-    delete proxyRes.headers['preference-applied'];
-    if (id !== undefined) proxyRes.headers['x-upstream-requestid'] = id;
-    if (state !== undefined) state.upstreamId = id;
-    // An answer cut mid-body must not look complete: the client's connection is cut too.
-    proxyRes.once('close', () => {
-      if (!proxyRes.complete) res.destroy();
-    });
-    reachability.mark(true);
+    state.answered(proxyRes, res);
   });
 
   return {
@@ -112,43 +100,71 @@ export function createPassthrough(config: PassthroughConfig, deps: UpstreamDeps)
       const { req, res } = ctx;
       const method = req.method ?? 'GET';
       const body = ctx.body;
+      const path = prefix + ctx.rawTarget;
       const headers = {
         ...forwardingHeaders(ctx, deps.trustProxy),
-        ...(await authHeaders(
-          config.auth,
-          { method, target: prefix + ctx.rawTarget, body, client: ctx },
-          keys,
-        )),
+        ...(await authHeaders(config.auth, { method, target: path, body, client: ctx }, keys)),
       };
       if (body !== undefined && (body.size > 0 || !BODYLESS.has(method))) {
         headers['content-length'] = String(body.size);
       }
-      stripHeaders(req);
+      stripHeaders(req, deps.trustProxy);
       signal.throwIfAborted();
-      const state: Forwarded = { started: performance.now(), idle: false };
-      inFlight.set(req, state);
+      const started = performance.now();
       await new Promise<void>((resolve, reject) => {
-        const fail = (err: unknown) => {
+        let settled = false;
+        const fail = (err: unknown, kind?: string) => {
+          clearTimeout(waiting);
           state.outgoing?.destroy();
+          if (kind !== undefined) metrics.upstreamErrors.inc({ backend: NAME, kind });
+          if (settled) return;
+          settled = true;
           reject(err);
         };
-        const onAbort = () => fail(signal.reason);
+        const onAbort = () => fail(signal.reason, 'aborted');
+        // `headers_timeout` bounds the wait for the answer's headers; `body_timeout` each pause after.
+        const waiting = setTimeout(
+          () => fail(errors.upstreamTimeout('headers_timeout'), 'headers_timeout'),
+          config.headers_timeout,
+        );
+        const state: Forwarded = {
+          path,
+          answered(proxyRes, out) {
+            clearTimeout(waiting);
+            metrics.upstreamDuration.observe({ backend: NAME }, (performance.now() - started) / 1000);
+            reachability.mark(true);
+            const id = upstreamRequestId(proxyRes.headers);
+            if (id !== undefined) ctx.log.upstream_request_id = id;
+            out.writeHead(proxyRes.statusCode ?? 502, answerHeaders(proxyRes, id));
+            proxyRes.setTimeout(config.body_timeout, () => proxyRes.destroy(new Error('body timeout')));
+            pipeline(proxyRes, out).then(
+              () => {
+                settled = true;
+                resolve();
+              },
+              // Cut mid-body: the client's connection is cut too (a truncated answer never looks complete).
+              (err: unknown) => {
+                out.destroy();
+                if (!signal.aborted) fail(err, proxyRes.complete ? 'aborted' : kindOf(err));
+              },
+            );
+          },
+        };
+        inFlight.set(req, state);
         signal.addEventListener('abort', onAbort, { once: true });
         res.once('close', () => signal.removeEventListener('abort', onAbort));
-        res.once('finish', () => {
-          if (state.upstreamId !== undefined) ctx.log.upstream_request_id = state.upstreamId;
-          resolve();
-        });
         proxy.web(
           req,
           res,
           { headers, ...(body === undefined ? {} : { buffer: body.stream() }) },
           (err: Error) => {
-            if (signal.aborted) return;
-            const kind = state.idle ? 'headers_timeout' : kindOf(err);
-            metrics.upstreamErrors.inc({ backend: NAME, kind });
+            if (signal.aborted || settled) return;
+            const kind = kindOf(err);
             if (kind === 'connect' || kind === 'dns') reachability.mark(false, kind);
-            fail(state.idle ? errors.upstreamTimeout(kind) : errors.upstreamUnavailable(kind));
+            fail(
+              kind === 'protocol' ? errors.upstreamBadAnswer(kind) : errors.upstreamUnavailable(kind),
+              kind,
+            );
           },
         );
       });
@@ -162,9 +178,53 @@ export function createPassthrough(config: PassthroughConfig, deps: UpstreamDeps)
   };
 }
 
+/**
+ * The headers of the upstream's answer that go to the client: all but the hop-by-hop ones, those
+ * named in its `Connection`, and its `RequestID` (ours stays; its own comes back as
+ * `X-Upstream-RequestID`) and `Preference-Applied` (ours stays).
+ */
+function answerHeaders(proxyRes: IncomingMessage, id: string | undefined): Record<string, string | string[]> {
+  const dropped = new Set([
+    ...HOP_BY_HOP,
+    ...listedIn(proxyRes.headers.connection),
+    'requestid',
+    'preference-applied',
+  ]);
+  const out: Record<string, string | string[]> = {};
+  const raw = proxyRes.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (dropped.has(name.toLowerCase())) continue;
+    const value = raw[i + 1] as string;
+    const seen = out[name];
+    out[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+  }
+  if (id !== undefined) out['X-Upstream-RequestID'] = id;
+  return out;
+}
+
+function listedIn(connection: string | string[] | undefined): string[] {
+  return typeof connection === 'string' ? connection.split(',').map((h) => h.trim().toLowerCase()) : [];
+}
+
+/** Forwarding headers a client may not set unless a trusted proxy stands in front of the gateway. */
+const UNTRUSTED = ['forwarded', 'x-real-ip', 'x-client-ip', 'true-client-ip'];
+/** Headers some frameworks route by: never forwarded. */
+const REROUTING = [
+  'x-original-url',
+  'x-rewrite-url',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+];
+
 /** Removes what must not go out from the incoming headers (the proxy copies the rest). */
-function stripHeaders(req: IncomingMessage): void {
-  const named = req.headers.connection;
-  const listed = typeof named === 'string' ? named.split(',').map((h) => h.trim().toLowerCase()) : [];
-  for (const name of [...HOP_BY_HOP, ...GATEWAY_SET, ...listed]) delete req.headers[name];
+function stripHeaders(req: IncomingMessage, trustProxy: boolean): void {
+  for (const name of [...HOP_BY_HOP, ...GATEWAY_SET, ...REROUTING, ...listedIn(req.headers.connection)]) {
+    delete req.headers[name];
+  }
+  if (trustProxy) return;
+  for (const name of Object.keys(req.headers)) {
+    if (name.startsWith('x-forwarded-') || UNTRUSTED.includes(name)) delete req.headers[name];
+  }
 }
