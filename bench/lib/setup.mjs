@@ -1,0 +1,146 @@
+/**
+ * Starts every target of the bench, each in its own process, and describes each as
+ * `{name, role, url, headers, expect, proc}`: the stub upstream and the bare server (one script,
+ * the same bytes), the undici proxy, http-proxy-3, nginx when installed, and the gateway in each
+ * mode with a signed request and with a JWT.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { bearerHeaders, checksumFile, jwtFor, signedHeaders, startGateway, writeConfig } from './gateway.mjs';
+import { findNginx, startNginx } from './nginx.mjs';
+import { startChild } from './processes.mjs';
+
+const TARGETS = new URL('../targets/', import.meta.url).pathname;
+export const MEMBER = '/api/v2/asset-group-tags/1/members/101';
+export const CHECKSUM = '/api/v2/collectors/sharphound/v2.10.0/checksum';
+
+function node(dir, name, script, args) {
+  return startChild(name, process.execPath, [join(TARGETS, script), ...args], { dir }).then((entry) => ({
+    ...entry,
+    url: `http://127.0.0.1:${entry.ready.port}`,
+  }));
+}
+
+/**
+ * Starts the targets; `dir` holds the processes' output, `data` the copy of config/. Resolves with
+ * the targets in table order and the notes to print (nginx missing, workers not available).
+ */
+export async function startTargets(dir, data, creds, progress) {
+  const notes = [];
+  progress('starting the gateway on the local stores');
+  const local = await startGateway(dir, 'gateway-local', writeConfig(data, 'gateway-local', creds));
+
+  // The stub and the bare server answer exactly the gateway's own bytes for the member.
+  const first = await fetch(local.url + MEMBER, { headers: signedHeaders(creds, 'GET', MEMBER) });
+  const member = Buffer.from(await first.arrayBuffer());
+  if (first.status !== 200) throw new Error(`the gateway answered ${first.status} for ${MEMBER}: ${member}`);
+  const memberFile = join(dir, 'member.json');
+  writeFileSync(memberFile, member);
+  const originArgs = [
+    memberFile,
+    first.headers.get('content-type') ?? 'application/json',
+    checksumFile(data),
+  ];
+
+  progress('starting the stub upstream, then the bare server, the proxies and the other gateways');
+  const stub = await node(dir, 'stub', 'origin.mjs', originArgs);
+  const binary = findNginx();
+  if (!binary) notes.push('nginx not installed: apt-get install nginx-light to include it');
+  const workersConfig = writeConfig(data, 'gateway-workers', creds, { upstream: stub.url, workers: 2 });
+  // Started side by side: each is its own process, and starting them one by one only costs time.
+  const [bare, undici, hp3, nginx, upstream, workers] = await Promise.all([
+    node(dir, 'bare', 'origin.mjs', originArgs),
+    node(dir, 'undici-proxy', 'undici-proxy.mjs', [stub.url]),
+    node(dir, 'http-proxy-3', 'http-proxy3.mjs', [stub.url]),
+    binary
+      ? startNginx(binary, dir, stub.ready.port).catch((err) => {
+          notes.push(`nginx did not start: ${firstLine(err)}`);
+          return undefined;
+        })
+      : undefined,
+    startGateway(
+      dir,
+      'gateway-upstream',
+      writeConfig(data, 'gateway-upstream', creds, { upstream: stub.url }),
+    ),
+    startGateway(dir, 'gateway-workers', workersConfig).catch((err) => {
+      notes.push(`workers: not available (server.workers: 2 did not start: ${firstLine(err)})`);
+      return undefined;
+    }),
+  ]);
+
+  const jwt = bearerHeaders(await jwtFor(creds));
+  const signed = (target) => signedHeaders(creds, 'GET', target);
+  const targets = [
+    { name: 'bare node:http (ceiling)', role: 'bare', proc: bare, path: MEMBER, expect: member },
+    { name: 'undici proxy (floor)', role: 'undici', proc: undici, path: MEMBER, expect: member },
+    { name: 'http-proxy-3', role: 'http-proxy-3', proc: hp3, path: MEMBER, expect: member },
+    ...(nginx ? [{ name: 'nginx', role: 'nginx', proc: nginx, path: MEMBER, expect: member }] : []),
+    {
+      name: 'gateway checksum cached, signed',
+      role: 'gw-checksum',
+      proc: local,
+      path: CHECKSUM,
+      headers: signed(CHECKSUM),
+    },
+    { name: 'gateway checksum cached, JWT', proc: local, path: CHECKSUM, headers: jwt },
+    {
+      name: 'gateway member local, signed',
+      role: 'gw-local',
+      proc: local,
+      path: MEMBER,
+      headers: signed(MEMBER),
+      expect: member,
+    },
+    { name: 'gateway member local, JWT', proc: local, path: MEMBER, headers: jwt, expect: member },
+    {
+      name: 'gateway member upstream, signed',
+      role: 'gw-upstream',
+      proc: upstream,
+      path: MEMBER,
+      headers: signed(MEMBER),
+      expect: member,
+    },
+    { name: 'gateway member upstream, JWT', proc: upstream, path: MEMBER, headers: jwt, expect: member },
+    workers
+      ? {
+          name: 'gateway member upstream, signed, 2 workers',
+          proc: workers,
+          path: MEMBER,
+          headers: signed(MEMBER),
+          expect: member,
+        }
+      : { name: 'gateway member upstream, signed, 2 workers', unavailable: 'workers: not available' },
+  ];
+  for (const t of targets) if (t.proc) t.url = t.proc.url + t.path;
+  return { targets, notes };
+}
+
+/** The reason a child did not start, on one line: its stderr's last lines after our own first line. */
+function firstLine(err) {
+  const lines = String(err.message)
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+  const reason = (lines.length > 1 ? lines.slice(1) : lines).join(' ');
+  return reason.length > 240 ? `${reason.slice(0, 240)}…` : reason;
+}
+
+/**
+ * One request to each target before any load: a 2xx with the expected bytes, or the reason it is
+ * wrong (the table flags it).
+ */
+export async function checkAnswers(targets) {
+  for (const t of targets) {
+    if (t.unavailable) continue;
+    try {
+      const res = await fetch(t.url, { headers: t.headers ?? {} });
+      const body = Buffer.from(await res.arrayBuffer());
+      if (res.status < 200 || res.status > 299) t.wrong = `answered ${res.status}: ${body.subarray(0, 200)}`;
+      else if (t.expect && !body.equals(t.expect))
+        t.wrong = `answered ${body.length} bytes unlike the member's`;
+    } catch (err) {
+      t.wrong = `request failed: ${err.message}`;
+    }
+  }
+}
