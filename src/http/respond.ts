@@ -2,8 +2,9 @@
  * Writing successful responses. Headers set by earlier stages (`RequestID`, `Preference-Applied`)
  * are already on the response; these add the status, the body and its framing. HEAD gets the headers only.
  */
-import type { OutgoingHttpHeaders } from 'node:http';
-import { pipeline } from 'node:stream/promises';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import { errors } from '../errors.js';
 import type { RelayedResponse } from '../backends/relayed.js';
 import type { RequestContext } from './context.js';
 
@@ -56,5 +57,34 @@ export async function relay(ctx: RequestContext, answer: RelayedResponse): Promi
     ctx.res.end();
     return;
   }
-  await pipeline(answer.body, ctx.res);
+  await pipe(answer.body, ctx.res);
+}
+
+/**
+ * Pipes `body` into `res`; resolves when `res` has finished, rejects when `body` fails (the client's
+ * connection is then cut) and stops reading `body` when the client goes away. (Not
+ * `stream/promises` `pipeline`: it creates and aborts an AbortController per call, whose
+ * DOMException costs more than the rest of a small relay.)
+ */
+export function pipe(body: Readable, res: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const cut = (err: unknown) => {
+      res.destroy();
+      reject(err);
+    };
+    body.once('error', cut);
+    // A source closed before its end without an error is cut too (never passed off as complete).
+    body.once('close', () => {
+      if (!body.readableEnded) cut(errors.upstreamBadAnswer('truncated'));
+    });
+    res.once('close', () => {
+      if (res.writableFinished) {
+        resolve();
+      } else {
+        body.destroy();
+        reject(errors.clientGone());
+      }
+    });
+    body.pipe(res);
+  });
 }

@@ -7,12 +7,12 @@
 import { Agent as HttpAgent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { performance } from 'node:perf_hooks';
-import { pipeline } from 'node:stream/promises';
 import { ProxyServer } from 'http-proxy-3';
 import type { Config } from '../../config/schema.js';
 import { RequestKeys } from '../../auth/signature.js';
 import { errors } from '../../errors.js';
 import type { RequestContext } from '../../http/context.js';
+import { pipe } from '../../http/respond.js';
 import { kindOf, type UpstreamDeps } from '../../upstream/client.js';
 import { upstreamRequestId } from '../../upstream/answer.js';
 import { authHeaders, forwardingHeaders } from '../../upstream/outgoing.js';
@@ -137,7 +137,7 @@ export function createPassthrough(config: PassthroughConfig, deps: UpstreamDeps)
             if (id !== undefined) ctx.log.upstream_request_id = id;
             out.writeHead(proxyRes.statusCode ?? 502, answerHeaders(proxyRes, id));
             proxyRes.setTimeout(config.body_timeout, () => proxyRes.destroy(new Error('body timeout')));
-            pipeline(proxyRes, out).then(
+            pipe(proxyRes, out).then(
               () => {
                 settled = true;
                 resolve();
