@@ -100,7 +100,7 @@ const server = z.strictObject({
   trust_proxy: bool().default(false),
   max_header_size: size(1024).default(16 * 1024),
   max_body_size: size().default(10 * 1024 * 1024),
-  body_memory_threshold: size(0).default(1024 * 1024),
+  body_memory_threshold: size(0).default(64 * 1024),
   // A zero here would turn the slow-client protection off (or, for body_idle_timeout, refuse every upload).
   headers_timeout: duration(24 * 3_600_000, 1).default(10_000),
   body_idle_timeout: duration(24 * 3_600_000, 1).default(10_000),

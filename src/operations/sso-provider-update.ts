@@ -62,14 +62,7 @@ export function createSsoProviderUpdate(deps: {
         : (await backend.get(id, signal)) !== undefined;
       if (!known) throw errors.notFound('path:sso_provider_id');
 
-      const parts = await readForm({
-        contentType: ctx.req.headers['content-type'],
-        body: ctx.body,
-        parts: PARTS,
-        limits: forms,
-        signal,
-      });
-      const patch = await toPatch(parts, backend, signal);
+      const patch = await readPatch(ctx, forms, backend, signal);
 
       const result = await backend.update(id, patch, signal, ctx);
       if (result instanceof RelayedResponse) {
@@ -107,6 +100,26 @@ function audit(logger: Logger, ctx: RequestContext, id: number, fields: string[]
   );
 }
 
+/**
+ * The form read and validated into a patch. Its own function so that the parts (a metadata file
+ * may be megabytes) are garbage as soon as the patch is made, not held while the backend writes.
+ */
+async function readPatch(
+  ctx: RequestContext,
+  forms: Config['forms'],
+  backend: SsoProvidersBackend,
+  signal: AbortSignal,
+): Promise<SsoProviderPatch> {
+  const parts = await readForm({
+    contentType: ctx.req.headers['content-type'],
+    body: ctx.body,
+    parts: PARTS,
+    limits: forms,
+    signal,
+  });
+  return toPatch(parts, backend, signal);
+}
+
 /** The validated change the form asks for. */
 async function toPatch(
   parts: FormPart[],
@@ -117,8 +130,8 @@ async function toPatch(
   const auto: Partial<AutoProvision> = {};
   for (const part of parts) {
     if (part.kind === 'file') {
-      const { idpIssuerUri, idpSsoUri } = parseSamlMetadata(part.data);
-      patch.metadata = { xml: part.data.toString('utf8').replace(/^\uFEFF/, ''), idpIssuerUri, idpSsoUri };
+      const { idpIssuerUri, idpSsoUri, text } = parseSamlMetadata(part.data);
+      patch.metadata = { xml: text.replace(/^\uFEFF/, ''), idpIssuerUri, idpSsoUri };
     } else if (part.name === 'name') {
       patch.name = checkName(part.value);
     } else if (part.name === ROLE_ID) {

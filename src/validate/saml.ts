@@ -22,6 +22,8 @@ export interface SamlMetadata {
   idpIssuerUri: string;
   /** The `Location` of its first `SingleSignOnService` with the HTTP-POST binding. */
   idpSsoUri: string;
+  /** The document as text (decoded once here, so the caller keeps no second copy). */
+  text: string;
 }
 
 /** One `EntityDescriptor` that may be chosen, as it was seen. */
@@ -105,7 +107,7 @@ export function parseSamlMetadata(xml: Buffer): SamlMetadata {
   if (entity === undefined || entity.postLocation === undefined) throw errors.metadataNoPostBinding();
   if (entity.entityId === '') throw errors.metadataMissingAttribute('entityID');
   if (entity.postLocation === '') throw errors.metadataMissingAttribute('Location');
-  return { idpIssuerUri: entity.entityId, idpSsoUri: entity.postLocation };
+  return { idpIssuerUri: entity.entityId, idpSsoUri: entity.postLocation, text };
 }
 
 function isMd(tag: SaxesTagNS): boolean {

@@ -40,15 +40,17 @@ function refused(t: Test, xml: string | Buffer, message: RegExp | string, name: 
 }
 
 t.test('a prefixed EntityDescriptor gives its entityID and the HTTP-POST location', async (t) => {
-  t.same(parse(entity(idp([REDIRECT, POST]))), {
+  const doc = entity(idp([REDIRECT, POST]));
+  t.same(parse(doc), {
     idpIssuerUri: 'https://idp.example.com/metadata',
     idpSsoUri: 'https://idp.example.com/sso/1',
+    text: doc,
   });
 });
 
 t.test('the default namespace works as well as a prefix', async (t) => {
   const xml = `<EntityDescriptor xmlns="${MD}" entityID="urn:idp">${idp([POST], '')}</EntityDescriptor>`;
-  t.same(parse(xml), { idpIssuerUri: 'urn:idp', idpSsoUri: 'https://idp.example.com/sso/0' });
+  t.same(parse(xml), { idpIssuerUri: 'urn:idp', idpSsoUri: 'https://idp.example.com/sso/0', text: xml });
 });
 
 t.test('any prefix name is accepted', async (t) => {
