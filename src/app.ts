@@ -10,9 +10,11 @@ import { tmpdir } from 'node:os';
 import type { DestinationStream } from 'pino';
 import { createAuthenticate } from './auth/authenticate.js';
 import { type Backends, createBackends } from './backends/index.js';
+import { valueAt } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { answerFramingErrors } from './http/framing.js';
 import { createHandler } from './http/handler.js';
+import { listenOn } from './http/listen.js';
 import { createAdminHandler } from './observability/admin.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
@@ -215,18 +217,4 @@ const SETTLE_AFTER_CLOSE = 2_000;
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-function valueAt(config: Config, key: string): unknown {
-  return key.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown>)[k], config);
-}
-
-function listenOn(server: Server, host: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
 }

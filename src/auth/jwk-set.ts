@@ -5,24 +5,13 @@
  * is left out here, not refused later per request.
  */
 import { calculateJwkThumbprint, importJWK, type JWK } from 'jose';
+import { ASYMMETRIC_ALGORITHMS as ALGORITHMS } from '../config/schema.js';
 
 /** A key ready to verify with: what jose's `jwtVerify` accepts. */
 export type VerifyKey = Awaited<ReturnType<typeof importJWK>>;
 
-/** The asymmetric JWS algorithms a JWKS key may verify. `none` and the HMAC family are never here. */
-export const ASYMMETRIC_ALGORITHMS: readonly string[] = [
-  'RS256',
-  'RS384',
-  'RS512',
-  'PS256',
-  'PS384',
-  'PS512',
-  'ES256',
-  'ES384',
-  'ES512',
-  'EdDSA',
-  'Ed25519',
-];
+/** The asymmetric JWS algorithms a JWKS key may verify (the configuration's allow-list draws on them). */
+export const ASYMMETRIC_ALGORITHMS: readonly string[] = ALGORITHMS;
 
 const RSA = ASYMMETRIC_ALGORITHMS.filter((a) => a.startsWith('RS') || a.startsWith('PS'));
 const EC_CURVES: Readonly<Record<string, string>> = { 'P-256': 'ES256', 'P-384': 'ES384', 'P-521': 'ES512' };

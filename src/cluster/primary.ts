@@ -4,12 +4,13 @@
  * aggregated and their readiness combined, and relays SIGTERM/SIGINT (drain) and SIGHUP (reload).
  */
 import cluster from 'node:cluster';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { AggregatorRegistry, Registry } from 'prom-client';
-import { ConfigError, loadConfigFile } from '../config/load.js';
+import { ConfigError, loadConfigFile, valueAt } from '../config/load.js';
 import type { Config } from '../config/schema.js';
+import { listenOn } from '../http/listen.js';
 import { createAdminHandler } from '../observability/admin.js';
 import { createLogger } from '../observability/logger.js';
 import { createPool } from './pool.js';
@@ -104,19 +105,5 @@ export async function runPrimary(file: string, config: Config, count: number): P
         stop('SIGTERM', true);
       },
     );
-  });
-}
-
-function valueAt(config: Config, key: string): unknown {
-  return key.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown>)[k], config);
-}
-
-function listenOn(server: Server, host: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
   });
 }

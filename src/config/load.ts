@@ -138,3 +138,8 @@ function deepFreeze<T>(value: T): T {
   }
   return value;
 }
+
+/** The value at a dotted key path (`server.port`) of a configuration: what a reload compares. */
+export function valueAt(config: Config, key: string): unknown {
+  return key.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown>)[k], config);
+}

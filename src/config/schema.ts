@@ -16,6 +16,21 @@ const PERMISSIONS = [
 export type Permission = (typeof PERMISSIONS)[number];
 const permission = leaf(z.enum(PERMISSIONS, { error: `must be one of ${PERMISSIONS.join(', ')}` }));
 
+/** The asymmetric JWS algorithms a JWKS key may verify. `none` and the HMAC family are never here. */
+export const ASYMMETRIC_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+] as const;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
@@ -144,22 +159,9 @@ const schema = z
             algorithms: z
               .array(
                 leaf(
-                  z.enum(
-                    [
-                      'RS256',
-                      'RS384',
-                      'RS512',
-                      'PS256',
-                      'PS384',
-                      'PS512',
-                      'ES256',
-                      'ES384',
-                      'ES512',
-                      'EdDSA',
-                      'Ed25519',
-                    ],
-                    { error: 'must be an asymmetric JWS algorithm (RS*, PS*, ES*, EdDSA, Ed25519)' },
-                  ),
+                  z.enum(ASYMMETRIC_ALGORITHMS, {
+                    error: 'must be an asymmetric JWS algorithm (RS*, PS*, ES*, EdDSA, Ed25519)',
+                  }),
                 ),
               )
               .min(1)

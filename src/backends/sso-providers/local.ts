@@ -9,6 +9,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { Metrics } from '../../observability/metrics.js';
 import type { SsoProvider, SsoProviderPatch, SsoProviderUpdate, SsoProvidersStore } from './backend.js';
+import { changesOf } from './patch.js';
 
 const MAX_ID = 2_147_483_647;
 const time = z.iso.datetime({ error: 'must be an RFC 3339 time in UTC' });
@@ -174,32 +175,15 @@ function applyPatch(
   patch: SsoProviderPatch,
 ): { next: StoredProvider; changed: string[] } {
   const next: StoredProvider = { ...current, auto_provision: { ...current.auto_provision } };
-  const changed: string[] = [];
-  const set = <K extends 'name' | 'display_name' | 'idp_issuer_uri' | 'idp_sso_uri' | 'metadata_xml'>(
-    key: K,
-    value: StoredProvider[K],
-  ) => {
-    if (next[key] === value) return;
-    next[key] = value;
-    changed.push(key);
-  };
-  if (patch.name !== undefined) {
-    set('name', patch.name);
-    set('display_name', patch.name);
-  }
-  if (patch.metadata !== undefined) {
-    set('idp_issuer_uri', patch.metadata.idpIssuerUri);
-    set('idp_sso_uri', patch.metadata.idpSsoUri);
-    set('metadata_xml', patch.metadata.xml);
-  }
-  if (patch.autoProvision !== undefined) {
-    for (const key of ['enabled', 'default_role_id', 'role_provision'] as const) {
-      if (next.auto_provision[key] === patch.autoProvision[key]) continue;
-      (next.auto_provision as Record<typeof key, unknown>)[key] = patch.autoProvision[key];
-      changed.push(`config.auto_provision.${key}`);
+  const changes = changesOf(current, patch);
+  for (const change of changes) {
+    if (change.field.startsWith('config.')) {
+      (next.auto_provision as Record<string, unknown>)[change.key] = change.value;
+    } else {
+      (next as Record<string, unknown>)[change.key] = change.value;
     }
   }
-  return { next, changed };
+  return { next, changed: changes.map((c) => c.field) };
 }
 
 /** A store file that cannot be used. */

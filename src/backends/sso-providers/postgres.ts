@@ -6,6 +6,7 @@
 import type { BackendDeps } from '../index.js';
 import { type PostgresStores, type Query, rfc3339 } from '../postgres/index.js';
 import type { SsoProvider, SsoProviderPatch, SsoProviderUpdate, SsoProvidersStore } from './backend.js';
+import { changesOf } from './patch.js';
 
 const MAX_ID = 2_147_483_647;
 const NOT_DELETED = '0001-01-01T00:00:00Z';
@@ -132,34 +133,15 @@ async function apply(
 
 /** The row after `patch`, and the fields whose value changed, named and ordered as the local store does. */
 function applyPatch(current: Row, patch: SsoProviderPatch): { next: Row; changed: string[] } {
+  const { enabled, default_role_id, role_provision } = current;
+  const changes = changesOf(
+    { ...current, auto_provision: { enabled, default_role_id, role_provision } },
+    patch,
+  );
   const next = { ...current };
-  const changed: string[] = [];
-  const set = <K extends 'name' | 'display_name' | 'idp_issuer_uri' | 'idp_sso_uri' | 'metadata_xml'>(
-    key: K,
-    value: Row[K],
-  ) => {
-    if (next[key] === value) return;
-    next[key] = value;
-    changed.push(key);
-  };
-  if (patch.name !== undefined) {
-    set('name', patch.name);
-    set('display_name', patch.name);
-  }
-  if (patch.metadata !== undefined) {
-    set('idp_issuer_uri', patch.metadata.idpIssuerUri);
-    set('idp_sso_uri', patch.metadata.idpSsoUri);
-    set('metadata_xml', patch.metadata.xml);
-  }
-  const auto = patch.autoProvision;
-  if (auto !== undefined) {
-    for (const key of ['enabled', 'default_role_id', 'role_provision'] as const) {
-      if (next[key] === auto[key]) continue;
-      (next as Record<typeof key, unknown>)[key] = auto[key];
-      changed.push(`config.auto_provision.${key}`);
-    }
-  }
-  return { next, changed };
+  // The auto-provision settings are columns of the row, beside the others.
+  for (const change of changes) (next as Record<string, unknown>)[change.key] = change.value;
+  return { next, changed: changes.map((c) => c.field) };
 }
 
 /** The API's view of the rows: `config.auto_provision`, never `metadata_xml`. */
