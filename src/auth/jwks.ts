@@ -148,9 +148,14 @@ class FetchFailure extends Error {
 async function download(url: string, signal: AbortSignal): Promise<{ text: string; lifetime?: number }> {
   const res = await fetch(url, {
     signal,
-    redirect: 'error',
+    // Never followed: the configured URL is the one trusted for keys.
+    redirect: 'manual',
     headers: { accept: 'application/jwk-set+json, application/json' },
   });
+  if (res.status >= 300 && res.status < 400) {
+    await res.body?.cancel();
+    throw new FetchFailure('error', `redirect refused (status ${res.status})`);
+  }
   if (res.status !== 200) {
     await res.body?.cancel();
     throw new FetchFailure('error', `status ${res.status}`);

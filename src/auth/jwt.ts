@@ -161,11 +161,13 @@ function expiryOf(payload: JWTPayload, tolerance: number, maxAge: number | undef
   return Math.min(byExp, (payload.iat + maxAge + tolerance) * 1000);
 }
 
-/** The claim's permissions: an array of strings or a space-separated string; absent: the defaults. */
+/** The claim's permissions: an array of strings or a space-separated string; absent or null: the defaults. */
 function permissionsOf(claim: unknown, defaults: ReadonlySet<string>): ReadonlySet<string> {
-  if (claim === undefined) return defaults;
+  // `null` is how many identity providers write an unset claim: the same as no claim.
+  if (claim === undefined || claim === null) return defaults;
   if (typeof claim === 'string') return new Set(claim.split(' ').filter((p) => p !== ''));
-  if (Array.isArray(claim)) return new Set(claim.filter((p): p is string => typeof p === 'string'));
+  // A list with anything but strings is malformed as a whole: it grants nothing.
+  if (Array.isArray(claim) && claim.every((p) => typeof p === 'string')) return new Set(claim);
   return new Set();
 }
 

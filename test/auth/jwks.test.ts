@@ -441,6 +441,10 @@ t.test('the key manager on its own', async (t) => {
     const [a, b] = [manager(big), manager(moved)];
     await until(async () => (await a.count('invalid')) === 1 && (await b.count('error')) === 1);
     t.equal(target.fetches, 0, 'the redirect was not followed');
+    t.ok(
+      lines.some((l) => JSON.stringify(l).includes('redirect refused')),
+      'the log says why',
+    );
     t.notOk(a.keys.ready() || b.keys.ready());
   });
 

@@ -60,12 +60,20 @@ t.test('a token without the claim gets the default permissions', async (t) => {
   t.same([...(await v.verify(await token({ sub: 'svc' }))).permissions], ['collectors:read']);
 });
 
-t.test('the permissions claim name is configurable; a claim of another type grants nothing', async (t) => {
-  const v = verifier({ permissions_claim: 'scope', default_permissions: ['*'] });
-  t.same([...(await v.verify(await token({ scope: 'passthrough' }))).permissions], ['passthrough']);
-  t.same([...(await v.verify(await token({ scope: 42 }))).permissions], []);
-  t.same([...(await v.verify(await token({ scope: ['a', 7] }))).permissions], ['a']);
-});
+t.test(
+  'the permissions claim name is configurable; a malformed claim grants nothing, a null one the defaults',
+  async (t) => {
+    const v = verifier({ permissions_claim: 'scope', default_permissions: ['*'] });
+    t.same([...(await v.verify(await token({ scope: 'passthrough' }))).permissions], ['passthrough']);
+    t.same([...(await v.verify(await token({ scope: 42 }))).permissions], []);
+    t.same(
+      [...(await v.verify(await token({ scope: ['a', 7] }))).permissions],
+      [],
+      'a list with a non-string',
+    );
+    t.same([...(await v.verify(await token({ scope: null }))).permissions], ['*'], 'null is an unset claim');
+  },
+);
 
 t.test('a token signed with another secret is refused', async (t) => {
   await refusal(
