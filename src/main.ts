@@ -8,6 +8,7 @@ import { type App, createApp } from './app.js';
 import { runPrimary, workerCount } from './cluster/primary.js';
 import { answerPrimary } from './cluster/rpc.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
+import { flushLogs } from './observability/logger.js';
 
 /** Starts the gateway with the configuration file `file`; resolves with the exit code once stopped. */
 export async function runGateway(file: string): Promise<number> {
@@ -47,10 +48,10 @@ export async function runGateway(file: string): Promise<number> {
       stopping = true;
       logger.info({ signal }, 'draining');
       app.close().then(
-        () => resolve(0),
+        () => flushLogs(logger).then(() => resolve(0)),
         (err) => {
           logger.error({ err }, 'shutdown failed');
-          resolve(1);
+          void flushLogs(logger).then(() => resolve(1));
         },
       );
     };

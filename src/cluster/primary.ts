@@ -12,7 +12,7 @@ import { ConfigError, loadConfigFile, valueAt } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { listenOn } from '../http/listen.js';
 import { createAdminHandler } from '../observability/admin.js';
-import { createLogger } from '../observability/logger.js';
+import { createLogger, flushLogs } from '../observability/logger.js';
 import { createPool } from './pool.js';
 import { createAsker, type WorkerMetrics } from './rpc.js';
 
@@ -75,7 +75,7 @@ export async function runPrimary(file: string, config: Config, count: number): P
         admin.close();
         admin.closeAllConnections();
         logger.info('stopped');
-        resolve(clean && !failed ? 0 : 1);
+        void flushLogs(logger).then(() => resolve(clean && !failed ? 0 : 1));
       });
     };
     // `on`, not `once`: a second signal while draining must not fall back to Node's default (kill).

@@ -34,5 +34,36 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   };
   // Asynchronous writes to stdout: a line per request must not cost a write(2) on the event loop;
   // lines written while one write is under way go out together. pino flushes them on exit.
-  return pino(options, destination ?? pino.destination({ dest: 1, sync: false }));
+  return pino(options, destination ?? stdout());
+}
+
+/**
+ * Resolves once the lines written so far are out, or after `ms`: called before the process exits, so
+ * that exiting never waits on a synchronous flush (which, on a closed pipe, would retry for ever).
+ */
+export function flushLogs(logger: Logger, ms = 1_000): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    try {
+      logger.flush(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    } catch {
+      clearTimeout(timer);
+      resolve();
+    }
+  });
+}
+
+/**
+ * Standard output, written asynchronously. When it goes away (a log shipper or a pipe reader that
+ * exits: EPIPE), lines are dropped from then on: the gateway keeps serving and still stops when told
+ * (sonic-boom's synchronous flush at exit would retry a broken pipe for ever, hence `flushLogs`).
+ */
+function stdout(): DestinationStream {
+  // minLength 1: every line is written at once (as with 0), but `flush(cb)` then waits for the writes
+  // under way instead of answering at once, so `flushLogs` really waits for them. pino's own error
+  // listener turns the stream into a no-op on EPIPE.
+  return pino.destination({ dest: 1, sync: false, minLength: 1 });
 }
