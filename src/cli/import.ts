@@ -5,7 +5,6 @@
  * the tables are made to hold exactly what the files hold, and a second run changes nothing.
  */
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import type { z } from 'zod';
 import { assetGroupTagsFileSchema } from '../backends/asset-group-tags/local.js';
@@ -35,17 +34,8 @@ const OPTIONS = {
 
 /** Runs `gateway import` with `argv` (the arguments after `import`); resolves to the exit code. */
 export function runImport(argv: string[], io: CommandIo): Promise<number> {
-  return runCommand('import', USAGE, io, async () => {
-    let values: { postgres?: string; 'sso-providers'?: string; 'asset-group-tags'?: string; help?: boolean };
-    try {
-      ({ values } = parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false }));
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-    if (values.help) {
-      io.stdout(`${USAGE}\n`);
-      return;
-    }
+  type Values = { postgres?: string; 'sso-providers'?: string; 'asset-group-tags'?: string };
+  return runCommand<Values>('import', USAGE, io, { argv, options: OPTIONS }, async (values) => {
     const url = postgresUrl(values.postgres, io.env);
     const ssoFile = values['sso-providers'];
     const tagsFile = values['asset-group-tags'];

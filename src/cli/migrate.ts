@@ -2,9 +2,8 @@
  * `gateway migrate --postgres URL`: brings a database's schema to this gateway's version, ahead of
  * a deployment that runs with `migrate: false`. Safe to run while gateways serve, and to run twice.
  */
-import { parseArgs } from 'node:util';
 import { LATEST_VERSION, migrate } from '../backends/postgres/migrations.js';
-import { type CommandIo, postgresUrl, runCommand, UsageError, withClient } from './postgres.js';
+import { type CommandIo, postgresUrl, runCommand, withClient } from './postgres.js';
 
 const USAGE = `usage: gateway migrate --postgres URL
   Applies the gateway's schema migrations the database lacks (under an advisory lock, in one
@@ -12,22 +11,8 @@ const USAGE = `usage: gateway migrate --postgres URL
 
 /** Runs `gateway migrate` with `argv` (the arguments after `migrate`); resolves to the exit code. */
 export function runMigrate(argv: string[], io: CommandIo): Promise<number> {
-  return runCommand('migrate', USAGE, io, async () => {
-    let values: { postgres?: string; help?: boolean };
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        options: { postgres: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-        strict: true,
-        allowPositionals: false,
-      }));
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-    if (values.help) {
-      io.stdout(`${USAGE}\n`);
-      return;
-    }
+  const options = { postgres: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
+  return runCommand<{ postgres?: string }>('migrate', USAGE, io, { argv, options }, async (values) => {
     const url = postgresUrl(values.postgres, io.env);
     const applied = await withClient(url, migrate);
     io.stdout(

@@ -3,6 +3,7 @@
  * how a failure is reported. The URL may carry a password, so it can come from the environment
  * (`GATEWAY_POSTGRES_URL`) rather than the command line, and it never appears in a message.
  */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import pg from 'pg';
 
 /** Where a command writes, and the environment it reads `GATEWAY_POSTGRES_URL` from. */
@@ -43,15 +44,36 @@ export async function withClient<T>(url: string, work: (client: pg.Client) => Pr
   }
 }
 
-/** Runs a command: a `UsageError` is exit 2 with `usage`, any other failure exit 1 with its message. */
-export async function runCommand(
+/**
+ * Runs a command on its parsed options (`--help` prints `usage`): a malformed command line or a
+ * `UsageError` is exit 2 with `usage`, any other failure exit 1 with its message.
+ */
+export async function runCommand<T>(
   name: string,
   usage: string,
   io: CommandIo,
-  command: () => Promise<void>,
+  parse: { argv: string[]; options: NonNullable<ParseArgsConfig['options']> },
+  command: (values: T) => Promise<void>,
 ): Promise<number> {
   try {
-    await command();
+    let values: T & { help?: boolean };
+    try {
+      const parsed = parseArgs({
+        args: parse.argv,
+        options: parse.options,
+        strict: true,
+        allowPositionals: false,
+      });
+      // The options given describe exactly the fields of T.
+      values = parsed.values as unknown as T & { help?: boolean };
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    if (values.help) {
+      io.stdout(`${usage}\n`);
+      return 0;
+    }
+    await command(values);
     return 0;
   } catch (err) {
     if (err instanceof UsageError) {

@@ -5,7 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { RequestKeys, rfc3339 } from '../auth/signature.js';
+import { type RequestKeys, rfc3339 } from '../auth/signature.js';
 import type { UpstreamAuthConfig } from '../config/schema.js';
 import type { RequestContext } from '../http/context.js';
 import { secondsLeft } from '../http/deadline.js';
@@ -53,7 +53,7 @@ export async function authHeaders(
     body: OutgoingBody | undefined;
     client: RequestContext | undefined;
   },
-  keys: RequestKeys = new RequestKeys(1),
+  keys: RequestKeys,
   now: () => number = Date.now,
 ): Promise<Record<string, string>> {
   if (auth.type === 'bearer') return { authorization: `Bearer ${auth.token}` };
