@@ -118,7 +118,7 @@ const terminateGatewaySessions = (name: string) =>
 
 const databaseOf = (url: string) => new URL(url).pathname.slice(1);
 
-/** The name of provider 1 in the database at `url` (read with `reader`'s connection). */
+/** The name of provider 1 in the database at `url`, read on a connection of its own. */
 const providerName = async (url: string) =>
   (await sql<{ name: string }>(url, 'SELECT name FROM saml_providers WHERE sso_provider_id = 1'))[0]?.name;
 
