@@ -9,7 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import type { DestinationStream } from 'pino';
 import { createAuthenticate } from './auth/authenticate.js';
-import { type Backends, createBackends } from './backends/index.js';
+import { FileLocks } from './backends/file-locks.js';
+import { createBackends } from './backends/index.js';
 import { valueAt } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { createClientAddressing, type ClientAddressing } from './http/client-address.js';
@@ -59,7 +60,6 @@ export interface AppOptions {
 /** What one configuration builds; replaced whole on reload. */
 interface Runtime {
   readonly config: Config;
-  readonly backends: Backends;
   /** Backends reachable and key sources loaded. */
   ready(): boolean;
   /** Each readiness check by name (`keys`, each backend), for /readyz. */
@@ -71,7 +71,15 @@ interface Runtime {
   readonly addressing: ClientAddressing;
 }
 
-async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): Promise<Runtime> {
+/** What outlives a configuration: the app instance's logger, metrics and per-file write turns. */
+interface Instance {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly fileLocks: FileLocks;
+}
+
+async function buildRuntime(config: Config, instance: Instance): Promise<Runtime> {
+  const { logger, metrics } = instance;
   if (config.server.trust_proxy) {
     logger.warn(
       'server.trust_proxy: true trusts every X-Forwarded-For hop, so any client can choose its address: list your proxies in server.trusted_proxies instead',
@@ -81,7 +89,7 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
   await access(tmpDir, constants.W_OK).catch((err: Error) => {
     throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
   });
-  const backends = await createBackends(config, { metrics, logger });
+  const backends = await createBackends(config, instance);
   const authenticate = createAuthenticate({
     logger,
     auth: config.auth,
@@ -89,6 +97,8 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
     metrics,
     tmpDir,
   });
+  const passthrough =
+    config.passthrough && createPassthroughOperation(config.passthrough, { metrics, logger });
   const stages = createPipeline({
     prefer: config.prefer,
     authenticate,
@@ -100,21 +110,23 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
         logger,
       }),
       GetAssetGroupTagMember: createAssetGroupTagMember({ backend: backends.assetGroupTags }),
-      ...(backends.passthrough && {
-        passthrough: createPassthroughOperation({ backend: backends.passthrough }),
-      }),
+      ...(passthrough && { passthrough }),
     },
+  });
+  const checks = () => ({
+    keys: authenticate.ready(),
+    ...backends.checks(),
+    ...(passthrough && { passthrough: passthrough.ready?.() ?? true }),
   });
   return {
     config,
-    backends,
     stages,
     addressing: createClientAddressing(config.server),
-    ready: () => authenticate.ready() && backends.ready(),
-    checks: () => ({ keys: authenticate.ready(), ...backends.checks() }),
+    ready: () => Object.values(checks()).every(Boolean),
+    checks,
     async close() {
       authenticate.close();
-      await backends.close();
+      await Promise.allSettled([backends.close(), passthrough?.close?.()]);
     },
   };
 }
@@ -124,7 +136,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const root = createLogger(config.logging.level, options.logDestination);
   const logger = options.worker === undefined ? root : root.child({ worker: options.worker });
   const metrics = createMetrics();
-  let runtime = await buildRuntime(config, logger, metrics);
+  const instance: Instance = { logger, metrics, fileLocks: new FileLocks() };
+  let runtime = await buildRuntime(config, instance);
   let draining = false;
   let faulted = false;
   let closing: Promise<void> = Promise.resolve();
@@ -181,7 +194,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     },
     async reload(next) {
       const old = runtime;
-      const built = await buildRuntime(next, logger, metrics);
+      const built = await buildRuntime(next, instance);
       // The new configuration takes over once its key sources and backends are ready (a JWKS
       // fetched, an upstream probed), so a reload does not flip /readyz; bounded, it never hangs.
       await readyWithin(built, RELOAD_READY_WAIT);

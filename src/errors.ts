@@ -30,21 +30,6 @@ export class GatewayError extends Error {
   }
 }
 
-/**
- * An upstream's own error answer, passed to the client unchanged (status and body) where a backend
- * had to read it whole (the checksum cache shares one answer between waiters).
- */
-export class UpstreamStatusError extends GatewayError {
-  /** The upstream's body and the headers that describe it. */
-  readonly body: Buffer;
-
-  constructor(status: number, body: Buffer, headers: Record<string, string>) {
-    super(status, 'upstream', `upstream answered ${status}`, { headers, reason: `upstream_${status}` });
-    this.name = 'UpstreamStatusError';
-    this.body = body;
-  }
-}
-
 const SIGNATURE_PREFIX = 'unable to validate request signature for client: ';
 
 /**

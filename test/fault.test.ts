@@ -125,7 +125,7 @@ for (const [kind, message] of [
         /"http_status":503,.*"errors":\[\{"context":"server","message":"the gateway is restarting; send the request again"\}\]/,
       );
       const line = await gw.waitFor((l) => l.msg === 'request');
-    t.equal(line.status, 503, 'logged, and before the request in flight ended');
+      t.equal(line.status, 503, 'logged, and before the request in flight ended');
 
       release();
       await first.closed;

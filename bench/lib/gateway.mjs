@@ -8,7 +8,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
-import { computeSignature, rfc3339 } from '../../dist/auth/signature.js';
+import { signatureOf as computeSignature } from '../../dist/signing/chain.js';
+import { formatRequestDate as rfc3339 } from '../../dist/signing/request-date.js';
 import { startChild } from './processes.mjs';
 
 const ROOT = new URL('../../', import.meta.url).pathname;

@@ -1,21 +1,15 @@
 /**
  * In-process micro-benchmarks of the two credential checks, run after every target is stopped:
- * signed-request verification (the gateway's own functions from dist/auth/signature.js, over a
+ * signed-request verification (the gateway's own functions from dist/signing/ and dist/auth/signature.js, over a
  * typical GET) and HS256 JWT verification (jose directly, and the gateway's verifier with and
  * without its verified-token cache).
  */
 import { createSecretKey } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { jwtVerify } from 'jose';
-import {
-  SignatureDigest,
-  checkClockSkew,
-  computeSignature,
-  parseRequestDate,
-  parseSignature,
-  rfc3339,
-  signaturesEqual,
-} from '../../dist/auth/signature.js';
+import { checkClockSkew, parseSignature, signaturesEqual } from '../../dist/auth/signature.js';
+import { requestKey, bodySignature, signatureOf as computeSignature } from '../../dist/signing/chain.js';
+import { formatRequestDate as rfc3339, parseRequestDate } from '../../dist/signing/request-date.js';
 import { configSchema } from '../../dist/config/schema.js';
 import { jwtFor } from './gateway.mjs';
 
@@ -67,7 +61,7 @@ export async function microBenchmarks(creds, ms) {
       const at = parseRequestDate(date);
       checkClockSkew(at, Date.now(), 3_600_000);
       const given = parseSignature(signature);
-      const expected = new SignatureDigest(creds.tokenKey, 'GET', target, date).digest();
+      const expected = bodySignature(requestKey(creds.tokenKey, 'GET', target, date));
       if (!signaturesEqual(expected, given)) throw new Error('signature mismatch');
     }, ms),
   });

@@ -6,6 +6,11 @@ export interface Identity {
   readonly subject: string;
   /** The signed-request token id (public, safe to log). */
   readonly tokenId?: string;
+  /**
+   * The identity's canonical form, unique across schemes: `token:<lower-case token id>` or
+   * `jwt:<iss> <sub>`. What is kept per identity (a cache, a count) is keyed by it.
+   */
+  readonly principal: string;
   /** What the identity may do; `*` grants everything. */
   readonly permissions: ReadonlySet<string>;
 }

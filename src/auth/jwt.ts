@@ -120,9 +120,11 @@ export function createJwtVerifier(config: JwtConfig, options: JwtVerifierOptions
     if (typeof payload.iat === 'number' && payload.iat > Math.floor(at / 1000) + tolerance) {
       throw errors.tokenFailed('not_yet_valid');
     }
+    const subject = typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : 'unknown';
     const identity: Identity = Object.freeze({
       scheme: 'bearer',
-      subject: typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : 'unknown',
+      subject,
+      principal: `jwt:${typeof payload.iss === 'string' ? payload.iss : ''} ${subject}`,
       permissions: permissionsOf(payload[config.permissions_claim], defaults),
     });
     cache.set(token, { identity, expiresAt: expiryOf(payload, tolerance, maxAge), fingerprint });

@@ -1,70 +1,81 @@
 /**
- * Builds each operation's backend from its configuration. The only file that knows every backend
- * type: a new type is added here and in its own file, and nowhere else.
+ * Opens each operation's backend by the `type` its configuration names (the table in `table.ts`),
+ * the collectors one behind the checksum cache, and the database pools they share.
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { AssetGroupTagsBackend } from './asset-group-tags/backend.js';
-import { createLocalAssetGroupTags } from './asset-group-tags/local.js';
-import { createPostgresAssetGroupTags } from './asset-group-tags/postgres.js';
-import { createUpstreamAssetGroupTags } from './asset-group-tags/upstream.js';
+import type { BackendDeps, Closable } from './backend-type.js';
 import type { CollectorsBackend } from './collectors/backend.js';
 import { createChecksumCache } from './collectors/cache.js';
-import { openLocalCollectors } from './collectors/local.js';
-import { createUpstreamCollectors } from './collectors/upstream.js';
-import { createPassthrough, type PassthroughBackend } from './passthrough/proxy.js';
-import { openPostgres, type PostgresStores } from './postgres/index.js';
+import type { FileLocks } from './file-locks.js';
+import type { PostgresConfig } from './postgres/config.js';
+import { openPostgres, type PostgresPool } from './postgres/index.js';
 import type { SsoProvidersBackend } from './sso-providers/backend.js';
-import { createLocalSsoProviders } from './sso-providers/local.js';
-import { createPostgresSsoProviders } from './sso-providers/postgres.js';
-import { createUpstreamSsoProviders } from './sso-providers/upstream.js';
+import { BACKEND_TYPES } from './table.js';
 
 export interface Backends {
-  /** Present when `passthrough` is configured. */
-  readonly passthrough: PassthroughBackend | undefined;
+  /** The configured collectors backend, behind the checksum cache. */
   readonly collectors: CollectorsBackend;
   readonly ssoProviders: SsoProvidersBackend;
   readonly assetGroupTags: AssetGroupTagsBackend;
-  /** True while every backend can serve (upstreams reachable, databases connected). */
-  ready(): boolean;
-  /** Whether each backend can serve, by name (`collectors`, …, `passthrough`, `postgres`), for /readyz. */
+  /** Whether each backend can serve, by name (`collectors`, …, `postgres`), for /readyz. */
   checks(): Record<string, boolean>;
   /** Releases every backend's resources. */
   close(): Promise<void>;
 }
 
-export interface BackendDeps {
-  readonly metrics: Metrics;
-  readonly logger: Logger;
+type Table = typeof BACKEND_TYPES;
+type Operation = keyof Table;
+/** What a backend of `Op` is, whatever its type. */
+type BackendOf<Op extends Operation> = Table[Op][keyof Table[Op]] extends {
+  open(...args: never[]): Promise<infer B>;
 }
+  ? B
+  : never;
 
-/** The backends `config` names, the collectors one behind the checksum cache. Throws when one cannot start. */
-export async function createBackends(config: Config, deps: BackendDeps): Promise<Backends> {
+/** The backends `config` names. Throws when one cannot start; nothing half-built stays open then. */
+export async function createBackends(
+  config: Config,
+  deps: { readonly metrics: Metrics; readonly logger: Logger; readonly fileLocks: FileLocks },
+): Promise<Backends> {
   const { backends, checksum_cache: cache } = config;
-  const upstream = deps;
-  const opened: Array<{ ready?(): boolean; close(): Promise<void> }> = [];
+  const opened: Closable[] = [];
   // One pool per database URL, shared by the backends that name it.
-  const databases = new Map<string, Promise<PostgresStores>>();
-  const database = (c: Extract<typeof backends.sso_providers, { type: 'postgres' }>) => {
-    let stores = databases.get(c.url);
-    if (stores === undefined) {
-      stores = openPostgres(c, deps);
-      databases.set(c.url, stores);
+  const databases = new Map<string, Promise<PostgresPool>>();
+  const database = (c: PostgresConfig) => {
+    let pool = databases.get(c.url);
+    if (pool === undefined) {
+      pool = openPostgres(c, deps);
+      databases.set(c.url, pool);
     }
-    return stores;
+    return pool;
   };
-  const open = async <T extends { ready?(): boolean; close(): Promise<void> }>(made: Promise<T>) => {
-    const backend = await made;
-    opened.push(backend);
+  const open = async <Op extends Operation>(name: Op): Promise<BackendOf<Op>> => {
+    const c = backends[name];
+    const types = BACKEND_TYPES[name] as unknown as Record<
+      string,
+      { open(config: typeof c, deps: BackendDeps): Promise<BackendOf<Op>> }
+    >;
+    const backend = await (types[c.type] as (typeof types)[string]).open(c, { ...deps, name, database });
+    opened.push(backend as Closable);
     return backend;
   };
   try {
-    const c = backends.collectors;
-    const source = await (c.type === 'local'
-      ? openLocalCollectors(c.path)
-      : createUpstreamCollectors(c, 'collectors', upstream));
+    // All three settle before any failure is thrown, so that every one opened is closed.
+    const settled = await Promise.allSettled([
+      open('collectors'),
+      open('sso_providers'),
+      open('asset_group_tags'),
+    ]);
+    const failed = settled.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    const [source, ssoProviders, assetGroupTags] = settled.map(
+      (s) => (s as PromiseFulfilledResult<unknown>).value,
+    ) as [BackendOf<'collectors'>, BackendOf<'sso_providers'>, BackendOf<'asset_group_tags'>];
     // The cache closes (and reports the readiness of) the source it wraps.
+    opened.splice(opened.indexOf(source), 1);
     const collectors = createChecksumCache(source, {
       maxBytes: cache.max_bytes,
       maxEntryBytes: cache.max_entry_bytes,
@@ -72,49 +83,24 @@ export async function createBackends(config: Config, deps: BackendDeps): Promise
       metrics: deps.metrics,
     });
     opened.push(collectors);
-    const s = backends.sso_providers;
-    const a = backends.asset_group_tags;
-    const [ssoProviders, assetGroupTags] = await Promise.all([
-      open<SsoProvidersBackend>(
-        s.type === 'local'
-          ? createLocalSsoProviders(s.path, { metrics: deps.metrics })
-          : s.type === 'upstream'
-            ? createUpstreamSsoProviders(s, 'sso_providers', upstream)
-            : database(s).then((db) => createPostgresSsoProviders(db, deps)),
-      ),
-      open<AssetGroupTagsBackend>(
-        a.type === 'local'
-          ? createLocalAssetGroupTags(a.path)
-          : a.type === 'upstream'
-            ? createUpstreamAssetGroupTags(a, 'asset_group_tags', upstream)
-            : database(a).then((db) => createPostgresAssetGroupTags(db, deps)),
-      ),
-    ]);
     const pools = await Promise.all(databases.values());
-    const passthrough = config.passthrough && createPassthrough(config.passthrough, upstream);
-    if (passthrough) opened.push(passthrough);
-    const named: Array<[string, { ready?(): boolean }]> = [
+    const named: Array<[string, Closable]> = [
       ['collectors', collectors],
       ['sso_providers', ssoProviders],
       ['asset_group_tags', assetGroupTags],
-      ...(passthrough ? [['passthrough', passthrough] as [string, PassthroughBackend]] : []),
-      ...pools.map((p, i) => [i === 0 ? 'postgres' : `postgres_${i + 1}`, p] as [string, PostgresStores]),
+      ...pools.map((p, i): [string, Closable] => [i === 0 ? 'postgres' : `postgres_${i + 1}`, p]),
     ];
-    const checks = () => Object.fromEntries(named.map(([name, b]) => [name, b.ready?.() ?? true]));
     return {
-      passthrough,
       collectors,
       ssoProviders,
       assetGroupTags,
-      ready: () => named.every(([, b]) => b.ready?.() ?? true),
-      checks,
+      checks: () => Object.fromEntries(named.map(([name, b]) => [name, b.ready?.() ?? true])),
       async close() {
         await Promise.allSettled(opened.map((b) => b.close()));
         await Promise.allSettled(pools.map((p) => p.close()));
       },
     };
   } catch (err) {
-    // Nothing half-built stays open (a pool, a timer) when a later backend fails to start.
     await Promise.allSettled(opened.map((b) => b.close()));
     await Promise.allSettled(
       [...databases.values()].map((p) =>

@@ -7,7 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { canonicalTokenId, computeSignature, parseRequestDate, rfc3339 } from '../auth/signature.js';
+import { signatureOf } from '../signing/chain.js';
+import { formatRequestDate, parseRequestDate } from '../signing/request-date.js';
+import { canonicalTokenId } from '../signing/token-id.js';
 
 /** Where the command writes, and the environment it reads `GATEWAY_TOKEN_KEY` from. */
 export interface SignIo {
@@ -60,7 +62,7 @@ export async function runSign(argv: string[], io: SignIo): Promise<number> {
     if (!uri.startsWith('/') || /[\s]/.test(uri))
       throw new UsageError('--uri must be a path starting with "/"');
     if (!TOKEN.test(values.scheme)) throw new UsageError('--scheme must be a single word');
-    const date = values.date ?? rfc3339(Date.now());
+    const date = values.date ?? formatRequestDate(Date.now());
     checkDate(date);
     const key = await tokenKey(values, io.env);
 
@@ -84,7 +86,7 @@ export async function runSign(argv: string[], io: SignIo): Promise<number> {
     const lines = [
       `Authorization: ${values.scheme} ${tokenId}`,
       `RequestDate: ${date}`,
-      `Signature: ${computeSignature(key, method, uri, date, body)}`,
+      `Signature: ${signatureOf(key, method, uri, date, body)}`,
     ];
     if (contentType) lines.push(`Content-Type: ${contentType}`);
     io.stdout(`${lines.join('\n')}\n`);

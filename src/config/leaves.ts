@@ -103,3 +103,30 @@ export const size = (min = 1) =>
       return bytes;
     }),
   );
+
+/** The URL `u`, or undefined when it does not parse (zod's own check has said why). */
+function parsedUrl(u: string): URL | undefined {
+  return URL.canParse(u) ? new URL(u) : undefined;
+}
+
+/** An `http://` or `https://` base URL of a service: no query, fragment or credentials. */
+export const httpUrl = () =>
+  leaf(
+    z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).refine((u) => {
+      const url = parsedUrl(u);
+      return !url || (url.search === '' && url.hash === '' && url.username === '' && url.password === '');
+    }, 'must not carry a query, a fragment or credentials'),
+  );
+
+/** A document's URL (a key set): some providers need a query, but credentials or a fragment never work. */
+export const documentUrl = () =>
+  leaf(
+    z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).refine((u) => {
+      const url = parsedUrl(u);
+      return !url || (url.hash === '' && url.username === '' && url.password === '');
+    }, 'must not carry credentials or a fragment'),
+  );
+
+/** A token id: a UUID. */
+export const uuid = () =>
+  leaf(z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a UUID'));

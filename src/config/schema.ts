@@ -4,7 +4,9 @@
  */
 import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
-import { asNumber, bool, duration, int, leaf, size, str } from './leaves.js';
+import { BACKEND_TYPES } from '../backends/table.js';
+import { passthroughShape } from '../upstream/config.js';
+import { asNumber, bool, documentUrl, duration, int, leaf, size, str, uuid } from './leaves.js';
 
 /** The permissions an identity may hold; `*` grants all. */
 const PERMISSIONS = [
@@ -32,89 +34,25 @@ export const ASYMMETRIC_ALGORITHMS = [
   'Ed25519',
 ] as const;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 const token = z.strictObject({
-  id: leaf(z.string().regex(UUID, 'must be a UUID')),
+  id: uuid(),
   key: str(1),
   subject: str(1),
   permissions: z.array(permission).default([]),
 });
 
-const localBackend = z.strictObject({
-  type: z.literal('local'),
-  path: str(1),
-});
-
-/** How the gateway authenticates its own requests to an upstream (contract §5). */
-const upstreamAuth = z.discriminatedUnion(
-  'type',
-  [
-    z.strictObject({
-      type: z.literal('signature'),
-      token_id: leaf(z.string().regex(UUID, 'must be a UUID')),
-      token_key: str(1),
-      scheme: leaf(z.string().regex(/^[a-z0-9-]{1,20}$/, 'must be a lower-case word')).default(
-        'bhesignature',
-      ),
-    }),
-    z.strictObject({ type: z.literal('bearer'), token: str(1) }),
-    z.strictObject({ type: z.literal('client') }),
-  ],
-  { error: 'type must be "signature", "bearer" or "client"' },
-);
-
-/** The URL `u`, or undefined when it does not parse (zod's own check has said why). */
-function parsedUrl(u: string): URL | undefined {
-  return URL.canParse(u) ? new URL(u) : undefined;
+/** A backend configuration: one of the types the backend table lists for the operation. */
+function backendOf<T extends Record<string, { readonly config: z.ZodType<{ type: string }> }>>(
+  types: T,
+): z.ZodType<{ [K in keyof T]: z.output<T[K]['config']> }[keyof T]> {
+  const names = Object.keys(types).map((n) => `"${n}"`);
+  const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names.at(-1)}` : names[0];
+  // Each is a strict object with a literal `type`: what a discriminated union takes.
+  const options = Object.values(types).map((t) => t.config) as never;
+  return z.discriminatedUnion('type', options, { error: `type must be ${list}` }) as never;
 }
-
-const httpUrl = leaf(
-  z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).refine((u) => {
-    const url = parsedUrl(u);
-    return !url || (url.search === '' && url.hash === '' && url.username === '' && url.password === '');
-  }, 'must not carry a query, a fragment or credentials'),
-);
-
-/** A key set's URL: some providers need a query, but credentials or a fragment never work. */
-const jwksUrl = leaf(
-  z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).refine((u) => {
-    const url = parsedUrl(u);
-    return !url || (url.hash === '' && url.username === '' && url.password === '');
-  }, 'must not carry credentials or a fragment'),
-);
-
-/** An upstream service speaking this API; also the shape of `passthrough`. */
-const upstreamFields = {
-  url: httpUrl,
-  auth: upstreamAuth,
-  connect_timeout: duration(3_600_000, 1).default(5_000),
-  headers_timeout: duration(24 * 3_600_000, 1).default(30_000),
-  body_timeout: duration(24 * 3_600_000, 1).default(30_000),
-  connections: int(1, 10_000).default(64),
-  max_response_size: size().default(16 * 1024 * 1024),
-};
-const upstreamBackend = z.strictObject({ type: z.literal('upstream'), ...upstreamFields });
-
-const postgresBackend = z.strictObject({
-  type: z.literal('postgres'),
-  url: leaf(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')),
-  pool_size: int(1, 1000).default(10),
-  statement_timeout: duration(24 * 3_600_000, 1).default(30_000),
-  connect_timeout: duration(3_600_000, 1).default(5_000),
-  migrate: bool().default(true),
-  // How often an idle pool proves the database answers (and, before the schema is ready, retries it).
-  health_check_interval: duration(3_600_000, 100).default(5_000),
-});
-
-const BACKEND_TYPES = 'must be "local", "upstream" or "postgres"';
-const collectorsBackend = z.discriminatedUnion('type', [localBackend, upstreamBackend], {
-  error: 'type must be "local" or "upstream"',
-});
-const storeBackend = z.discriminatedUnion('type', [localBackend, upstreamBackend, postgresBackend], {
-  error: `type ${BACKEND_TYPES}`,
-});
 
 /** An address, a CIDR, or one of proxy-addr's names (`loopback`, `linklocal`, `uniquelocal`). */
 const trustedProxy = leaf(
@@ -181,7 +119,7 @@ const schema = z
         jwt: z
           .strictObject({
             hs256_secret: leaf(z.string().min(1).regex(BASE64, 'must be standard base64')).optional(),
-            jwks_url: jwksUrl.optional(),
+            jwks_url: documentUrl().optional(),
             // The asymmetric algorithms JWKS tokens may use (HS256 is enabled by hs256_secret alone);
             // absent: whatever a key of the set can verify. `none` and HMAC can never be listed.
             algorithms: z
@@ -240,12 +178,12 @@ const schema = z
       })
       .prefault({}),
     backends: z.strictObject({
-      collectors: collectorsBackend,
-      sso_providers: storeBackend,
-      asset_group_tags: storeBackend,
+      collectors: backendOf(BACKEND_TYPES.collectors),
+      sso_providers: backendOf(BACKEND_TYPES.sso_providers),
+      asset_group_tags: backendOf(BACKEND_TYPES.asset_group_tags),
     }),
     /** Every other authenticated /api/v2 request, forwarded to the service (contract §5). */
-    passthrough: z.strictObject(upstreamFields).optional(),
+    passthrough: passthroughShape.optional(),
   })
   .superRefine((c, ctx) => {
     const ids = new Map<string, number>();
@@ -290,7 +228,4 @@ export const configSchema = schema;
 
 /** The validated configuration: durations in milliseconds, sizes in bytes, paths absolute. */
 export type Config = z.output<typeof schema>;
-export type UpstreamConfig = z.output<typeof upstreamBackend>;
-export type UpstreamAuthConfig = z.output<typeof upstreamAuth>;
-export type PostgresConfig = z.output<typeof postgresBackend>;
 export type TokenConfig = Config['auth']['signature']['tokens'][number];

@@ -3,7 +3,7 @@
  */
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { errors, GatewayError, UpstreamStatusError } from '../errors.js';
+import { errors, GatewayError } from '../errors.js';
 
 /** The envelope's JSON text for `err` on request `requestId`. */
 function envelope(err: GatewayError, requestId: string): string {
@@ -35,10 +35,8 @@ export function writeError(res: ServerResponse, requestId: string, err: GatewayE
     res.destroy();
     return;
   }
-  // An upstream's own answer passes through as it came; a redirect has no body; every other error
-  // is our envelope.
-  const body =
-    err instanceof UpstreamStatusError ? err.body : err.status < 400 ? '' : envelope(err, requestId);
+  // A redirect has no body; every error is our envelope.
+  const body = err.status < 400 ? '' : envelope(err, requestId);
   const headers: Record<string, string | number> = {
     ...(body === '' ? {} : { 'Content-Type': 'application/json; charset=utf-8' }),
     ...err.headers,

@@ -5,7 +5,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { errors } from '../errors.js';
-import type { RelayedResponse } from '../backends/relayed.js';
+import type { UpstreamAnswer } from '../upstream/answer.js';
 import type { RequestContext } from './context.js';
 
 /** The `Content-Type` of every JSON answer. */
@@ -46,18 +46,28 @@ export function sendEmpty(ctx: RequestContext, status: number, headers: Outgoing
 
 /**
  * Relays an upstream's answer: its status, its body-describing headers and its body, streamed as it
- * arrives. A failure mid-body rejects (the connection is then cut: the status is already sent).
+ * arrives (or written whole when it was held). A failure mid-body rejects (the connection is then
+ * cut: the status is already sent).
  */
-export async function relay(ctx: RequestContext, answer: RelayedResponse): Promise<void> {
-  const upstreamId = answer.headers['X-Upstream-RequestID'];
+export async function relay(ctx: RequestContext, answer: UpstreamAnswer): Promise<void> {
+  const upstreamId = answer.upstreamRequestId;
   if (upstreamId !== undefined) ctx.log.upstream_request_id = upstreamId;
+  const { body } = answer;
+  const bodiless = ctx.req.method === 'HEAD' || answer.status === 204 || answer.status === 304;
+  if (Buffer.isBuffer(body)) {
+    // The bytes held are the body: their length is its length (a HEAD keeps the upstream's word).
+    const headers = bodiless ? answer.headers : { ...answer.headers, 'content-length': String(body.length) };
+    ctx.res.writeHead(answer.status, headers);
+    ctx.res.end(bodiless ? undefined : body);
+    return;
+  }
   ctx.res.writeHead(answer.status, answer.headers);
-  if (ctx.req.method === 'HEAD' || answer.status === 204 || answer.status === 304) {
-    answer.body.resume(); // nothing to relay; let the upstream connection go back to its pool
+  if (bodiless) {
+    body.resume(); // nothing to relay; let the upstream connection go back to its pool
     ctx.res.end();
     return;
   }
-  await pipe(answer.body, ctx.res);
+  await pipe(body, ctx.res);
 }
 
 /**

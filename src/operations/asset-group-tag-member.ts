@@ -4,14 +4,27 @@
 import type { AssetGroupTagsBackend, MemberWithSelectors } from '../backends/asset-group-tags/backend.js';
 import { errors } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
-import { RelayedResponse } from '../backends/relayed.js';
-import { deadlineOf } from '../http/deadline.js';
+import { backendCall } from '../http/forwarded.js';
 import { JSON_TYPE, relay, sendBytes } from '../http/respond.js';
+import { UpstreamAnswer } from '../upstream/answer.js';
 import { parseId } from '../validate/ids.js';
 import type { Operation } from './operation.js';
 
 /** The operation on `backend`. */
 export function createAssetGroupTagMember(deps: { backend: AssetGroupTagsBackend }): Operation {
+  /**
+   * The answer's bytes per member. A store that hands out the same object for the same member (the
+   * local store does) has it serialised once, not on every request.
+   */
+  const bodies = new WeakMap<MemberWithSelectors, Buffer>();
+  const serialised = (member: MemberWithSelectors): Buffer => {
+    let body = bodies.get(member);
+    if (body === undefined) {
+      body = Buffer.from(JSON.stringify({ data: { member } }));
+      bodies.set(member, body);
+    }
+    return body;
+  };
   return {
     id: 'GetAssetGroupTagMember',
     permission: 'asset_group_tags:read',
@@ -19,24 +32,10 @@ export function createAssetGroupTagMember(deps: { backend: AssetGroupTagsBackend
       const params = ctx.route?.params ?? {};
       const tagId = parseId(params.asset_group_tag_id, 'asset_group_tag_id');
       const memberId = parseId(params.asset_group_member_id, 'asset_group_member_id');
-      const member = await deps.backend.getMember(tagId, memberId, deadlineOf(ctx), ctx);
-      if (member instanceof RelayedResponse) return relay(ctx, member);
+      const member = await deps.backend.getMember(tagId, memberId, backendCall(ctx));
+      if (member instanceof UpstreamAnswer) return relay(ctx, member);
       if (!member) throw errors.notFound('path:asset_group_member_id');
       sendBytes(ctx, 200, serialised(member), JSON_TYPE);
     },
   };
-}
-
-/**
- * The answer's bytes for `member`. A store that hands out the same object for the same member (the
- * local store does) has it serialised once, not on every request.
- */
-const bodies = new WeakMap<MemberWithSelectors, Buffer>();
-function serialised(member: MemberWithSelectors): Buffer {
-  let body = bodies.get(member);
-  if (body === undefined) {
-    body = Buffer.from(JSON.stringify({ data: { member } }));
-    bodies.set(member, body);
-  }
-  return body;
 }

@@ -9,10 +9,12 @@ import {
   type CollectorsBackend,
   type CollectorType,
 } from '../backends/collectors/backend.js';
+import { checksumFileName, parseReleaseTag } from '../backends/collectors/release.js';
 import { errors } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
-import { deadlineOf } from '../http/deadline.js';
-import { sendBytes, sendEmpty } from '../http/respond.js';
+import { backendCall } from '../http/forwarded.js';
+import { relay, sendBytes, sendEmpty } from '../http/respond.js';
+import { UpstreamAnswer } from '../upstream/answer.js';
 import type { Operation } from './operation.js';
 
 const IMMUTABLE = 'private, max-age=31536000, immutable';
@@ -22,14 +24,26 @@ const ENTITY_TAG = /(?:W\/)?("[^"]*")/g;
 
 /** The operation, answering from `backend` (the checksum cache in front of the configured store). */
 export function createCollectorChecksum(deps: { backend: CollectorsBackend }): Operation {
+  /** A strong ETag per file, computed once (the cache hands out the same Buffer). */
+  const etags = new WeakMap<Buffer, string>();
+  const etag = (bytes: Buffer): string => {
+    let tag = etags.get(bytes);
+    if (tag === undefined) {
+      tag = `"sha256-${createHash('sha256').update(bytes).digest('base64url')}"`;
+      etags.set(bytes, tag);
+    }
+    return tag;
+  };
   return {
     id: 'GetCollectorChecksum',
     permission: 'collectors:read',
     async handle(ctx: RequestContext): Promise<void> {
       const params = ctx.route?.params ?? {};
       const type = collectorType(params.collector_type ?? '');
-      const release = releaseTag(params.release_tag ?? '');
-      const file = await deps.backend.getChecksum(type, release, deadlineOf(ctx), ctx);
+      const release = parseReleaseTag(params.release_tag ?? '');
+      if (release === undefined) throw errors.invalidReleaseTag();
+      const file = await deps.backend.getChecksum(type, release, backendCall(ctx));
+      if (file instanceof UpstreamAnswer) return relay(ctx, file);
       if (file === undefined) throw errors.notFound('path:release_tag');
 
       const tag = etag(file.bytes);
@@ -45,7 +59,7 @@ export function createCollectorChecksum(deps: { backend: CollectorsBackend }): O
       sendBytes(ctx, 200, file.bytes, {
         ...headers,
         'Content-Type': 'application/octet-stream',
-        'Content-Disposition': `attachment; filename="${type}-v${file.version}.zip.sha256"`,
+        'Content-Disposition': `attachment; filename="${checksumFileName(type, file.version)}"`,
       });
     },
   };
@@ -54,33 +68,6 @@ export function createCollectorChecksum(deps: { backend: CollectorsBackend }): O
 function collectorType(value: string): CollectorType {
   if ((COLLECTOR_TYPES as readonly string[]).includes(value)) return value as CollectorType;
   throw errors.invalidCollectorType(value);
-}
-
-/**
- * A semantic version as semver 2.0 writes one (its own regular expression), without the build part:
- * numbers of any size and no leading zeros, an optional pre-release.
- */
-const SEMVER =
-  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?$/;
-
-/** `latest`, or the version without its `v`; a version too large for any release is simply unknown (404). */
-function releaseTag(value: string): string {
-  if (value === 'latest') return value;
-  const version = value.startsWith('v') ? value.slice(1) : value;
-  if (!SEMVER.test(version)) throw errors.invalidReleaseTag();
-  return version;
-}
-
-const etags = new WeakMap<Buffer, string>();
-
-/** A strong ETag of the bytes, computed once per file (the cache hands out the same Buffer). */
-function etag(bytes: Buffer): string {
-  let tag = etags.get(bytes);
-  if (tag === undefined) {
-    tag = `"sha256-${createHash('sha256').update(bytes).digest('base64url')}"`;
-    etags.set(bytes, tag);
-  }
-  return tag;
 }
 
 /** RFC 9110 §13.1.2: `*` matches any current representation; otherwise weak comparison against each tag. */

@@ -10,7 +10,11 @@ export interface Operation {
   /**
    * Runs the operation's own stages in the contract's order: path parameters (400) → existence (404)
    * → body validation (400/413) → the backend call, and writes the response. Errors are thrown as
-   * `GatewayError`s; `deadlineOf(ctx)` goes to every backend call.
+   * `GatewayError`s; every backend call gets the request's `BackendCall` (`http/forwarded.ts`).
    */
   handle(ctx: RequestContext): Promise<void>;
+  /** Whether what the operation holds itself can serve (the pass-through's service); absent: yes. */
+  ready?(): boolean;
+  /** Releases what the operation holds itself. */
+  close?(): Promise<void>;
 }

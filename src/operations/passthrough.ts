@@ -1,17 +1,25 @@
 /**
  * Pass-through: any other authenticated `/api/v2` request of an identity holding the `passthrough`
  * permission, forwarded to the service unchanged (contract §5), so that the gateway can stand in
- * front of the whole API.
+ * front of the whole API. It relays HTTP by nature: the relay holds the live request and response.
  */
-import type { PassthroughBackend } from '../backends/passthrough/proxy.js';
-import { deadlineOf } from '../http/deadline.js';
+import { backendCall } from '../http/forwarded.js';
+import { createProxyRelay } from '../http/proxy.js';
+import type { UpstreamConfig } from '../upstream/config.js';
+import type { UpstreamDeps } from '../upstream/endpoint.js';
 import type { Operation } from './operation.js';
 
-/** The operation on `backend`. */
-export function createPassthroughOperation(deps: { backend: PassthroughBackend }): Operation {
+/** The pass-through to the service of `config`. */
+export function createPassthroughOperation(config: UpstreamConfig, deps: UpstreamDeps): Operation {
+  const relay = createProxyRelay(config, deps);
   return {
     id: 'passthrough',
     permission: 'passthrough',
-    handle: (ctx) => deps.backend.forward(ctx, deadlineOf(ctx)),
+    handle(ctx) {
+      const call = backendCall(ctx);
+      return relay.forward(ctx, call.request, call.signal);
+    },
+    ready: () => relay.ready(),
+    close: () => relay.close(),
   };
 }

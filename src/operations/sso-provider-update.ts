@@ -15,10 +15,11 @@ import type {
 } from '../backends/sso-providers/backend.js';
 import type { Config } from '../config/schema.js';
 import { errors } from '../errors.js';
+import type { BackendCall } from '../backends/call.js';
 import type { RequestContext } from '../http/context.js';
-import { RelayedResponse } from '../backends/relayed.js';
-import { deadlineOf } from '../http/deadline.js';
+import { backendCall } from '../http/forwarded.js';
 import { relay, sendJson } from '../http/respond.js';
+import { UpstreamAnswer } from '../upstream/answer.js';
 import type { Logger } from '../observability/logger.js';
 import { type FormPart, type PartKind, readForm } from '../validate/form.js';
 import { parseId } from '../validate/ids.js';
@@ -55,17 +56,17 @@ export function createSsoProviderUpdate(deps: {
     id: 'UpdateSSOProvider',
     permission: 'sso_providers:write',
     async handle(ctx: RequestContext) {
-      const signal = deadlineOf(ctx);
+      const call = backendCall(ctx);
       const id = parseId(ctx.route?.params.sso_provider_id, 'sso_provider_id');
       const known = backend.exists
-        ? await backend.exists(id, signal)
-        : (await backend.get(id, signal)) !== undefined;
+        ? await backend.exists(id, call)
+        : (await backend.get(id, call)) !== undefined;
       if (!known) throw errors.notFound('path:sso_provider_id');
 
-      const patch = await readPatch(ctx, forms, backend, signal);
+      const patch = await readPatch(ctx, forms, backend, call);
 
-      const result = await backend.update(id, patch, signal, ctx);
-      if (result instanceof RelayedResponse) {
+      const result = await backend.update(id, patch, call);
+      if (result instanceof UpstreamAnswer) {
         // The upstream applied it: the audit names the fields the form asked to set.
         if (result.status >= 200 && result.status < 300) audit(logger, ctx, id, requested(patch));
         return relay(ctx, result);
@@ -108,23 +109,23 @@ async function readPatch(
   ctx: RequestContext,
   forms: Config['forms'],
   backend: SsoProvidersBackend,
-  signal: AbortSignal,
+  call: BackendCall,
 ): Promise<SsoProviderPatch> {
   const parts = await readForm({
     contentType: ctx.req.headers['content-type'],
     body: ctx.body,
     parts: PARTS,
     limits: forms,
-    signal,
+    signal: call.signal,
   });
-  return toPatch(parts, backend, signal);
+  return toPatch(parts, backend, call);
 }
 
 /** The validated change the form asks for. */
 async function toPatch(
   parts: FormPart[],
   backend: SsoProvidersBackend,
-  signal: AbortSignal,
+  call: BackendCall,
 ): Promise<SsoProviderPatch> {
   const patch: SsoProviderPatch = {};
   const auto: Partial<AutoProvision> = {};
@@ -146,7 +147,7 @@ async function toPatch(
   if (auto.default_role_id === undefined) throw errors.missingPart(ROLE_ID);
   if (auto.role_provision === undefined) throw errors.missingPart(ROLE_PROVISION);
   const roleId = auto.default_role_id;
-  if (roleId < 1 || roleId > MAX_INT32 || !(await backend.roleExists(roleId, signal))) {
+  if (roleId < 1 || roleId > MAX_INT32 || !(await backend.roleExists(roleId, call))) {
     throw errors.invalidParameter(ROLE_ID);
   }
   patch.autoProvision = {

@@ -1,10 +1,27 @@
 /**
- * Reading an upstream's answer: the headers that describe its body (passed on with it), the
- * upstream's request id, and a bounded read for the answers a backend must hold whole.
+ * An upstream's answer, relayed to the client as it is: its status, the headers that describe its
+ * body, and the body (streamed, or held whole where several requests share it). The one type every
+ * upstream path returns for an answer it does not interpret.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import { errors } from '../errors.js';
-import type { UpstreamAnswer } from './client.js';
+
+export class UpstreamAnswer {
+  constructor(
+    /** The upstream's status. */
+    readonly status: number,
+    /** Headers describing the body (Content-Type, Content-Length, ETag, …) and `X-Upstream-RequestID`. */
+    readonly headers: Readonly<Record<string, string>>,
+    /** The body: a stream as it arrives, or bytes read whole (an answer shared by several requests). */
+    readonly body: Readable | Buffer,
+  ) {}
+
+  /** The upstream's own request id, when it sent a sane one. */
+  get upstreamRequestId(): string | undefined {
+    return this.headers['X-Upstream-RequestID'];
+  }
+}
 
 /** Headers of the upstream's answer that describe its body and go to the client with it. */
 const PASSED = [
@@ -35,6 +52,12 @@ export function passedHeaders(headers: IncomingHttpHeaders): Record<string, stri
   return out;
 }
 
+/** The upstream's `RequestID`, when it sent a sane one (it goes to a header and a log line). */
+export function upstreamRequestId(headers: IncomingHttpHeaders): string | undefined {
+  const id = headers.requestid;
+  return typeof id === 'string' && /^[\x21-\x7e]{1,128}$/.test(id) ? id : undefined;
+}
+
 /**
  * Whether an upstream's status may be relayed: 100-599, but never a `101` (the gateway never asks
  * for an upgrade). Anything else is a bad answer (502), never a hang or a thrown `writeHead`.
@@ -43,20 +66,14 @@ export function relayableStatus(status: number): boolean {
   return status >= 100 && status <= 599 && status !== 101;
 }
 
-/** The upstream's `RequestID`, when it sent a sane one (it goes to a header and a log line). */
-export function upstreamRequestId(headers: IncomingHttpHeaders): string | undefined {
-  const id = headers.requestid;
-  return typeof id === 'string' && /^[\x21-\x7e]{1,128}$/.test(id) ? id : undefined;
-}
-
-/** The whole body of `answer`, refused as a bad answer (502) past `limit` bytes. */
-export async function readBounded(answer: UpstreamAnswer, limit: number): Promise<Buffer> {
+/** The whole of `body`, refused as a bad answer (502) past `limit` bytes. */
+export async function readBounded(body: Readable, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of answer.body) {
+  for await (const chunk of body) {
     size += (chunk as Buffer).length;
     if (size > limit) {
-      answer.body.destroy();
+      body.destroy();
       throw errors.upstreamBadAnswer('too_large');
     }
     chunks.push(chunk as Buffer);

@@ -17,6 +17,7 @@ import {
   type TestGateway,
   TOKENS,
 } from '../helpers/gateway.js';
+import { until } from '../helpers/wait.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 const PATCH = '/api/v2/sso-providers/1';
@@ -383,7 +384,7 @@ t.test('body limits through the front door', async (t) => {
     const res = await request(gw, { method: 'PATCH', target: PATCH, headers, body: form.body });
     t.equal(res.status, 200, res.body.toString());
     t.equal(res.json().data.name, 'Spooled Provider');
-    await new Promise((r) => setTimeout(r, 50));
+    await until(() => readdirSync(tmp).length === 0);
     t.same(readdirSync(tmp), [], 'no temporary file left');
   });
 });

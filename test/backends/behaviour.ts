@@ -13,13 +13,15 @@ import type {
   SsoProvidersBackend,
   SsoProviderUpdate,
 } from '../../src/backends/sso-providers/backend.js';
+import type { BackendCall } from '../../src/backends/call.js';
+import { callOf } from '../helpers/backend.js';
 
 /** A store backend as these cases use it: one that answers itself (never relays an upstream's answer). */
 type Sso = Omit<SsoProvidersBackend, 'update'> & {
-  update(id: number, patch: SsoProviderPatch, signal: AbortSignal): Promise<SsoProviderUpdate | undefined>;
+  update(id: number, patch: SsoProviderPatch, call: BackendCall): Promise<SsoProviderUpdate | undefined>;
 };
 type Tags = Omit<AssetGroupTagsBackend, 'getMember'> & {
-  getMember(tagId: number, memberId: number, signal: AbortSignal): Promise<MemberWithSelectors | undefined>;
+  getMember(tagId: number, memberId: number, call: BackendCall): Promise<MemberWithSelectors | undefined>;
 };
 
 /** The backends over one set of stores. */
@@ -31,11 +33,11 @@ export interface OpenStores {
 /** Opens fresh backends holding `stores` (closed when `t` ends). */
 export type Opener = (t: Test, stores: { sso: unknown; tags: unknown }) => Promise<OpenStores>;
 
-const never = () => new AbortController().signal;
+const never = () => callOf();
 const aborted = () => {
   const c = new AbortController();
   c.abort(new Error('deadline'));
-  return c.signal;
+  return callOf(c.signal);
 };
 
 export function provider(ssoId: number, id: number, over: Record<string, unknown> = {}) {
@@ -182,8 +184,8 @@ export function behaviourSuite(t: Test, open: Opener): void {
 
   t.test('getMember: an aborted signal rejects with its reason', async (t) => {
     const { tags } = await stores(t);
-    const signal = aborted();
-    await t.rejects(tags.getMember(1, 101, signal), signal.reason);
+    const call = aborted();
+    await t.rejects(tags.getMember(1, 101, call), call.signal.reason);
   });
 
   t.test('get: the wire shape by sso_provider_id, without storage-only fields', async (t) => {
@@ -286,9 +288,9 @@ export function behaviourSuite(t: Test, open: Opener): void {
   t.test('update: an aborted signal rejects with its reason and changes nothing', async (t) => {
     const { sso } = await stores(t);
     const before = await sso.get(1, never());
-    const signal = aborted();
-    await t.rejects(sso.update(1, { name: 'Never' }, signal), signal.reason);
-    await t.rejects(sso.get(1, signal), signal.reason);
+    const call = aborted();
+    await t.rejects(sso.update(1, { name: 'Never' }, call), call.signal.reason);
+    await t.rejects(sso.get(1, call), call.signal.reason);
     t.same(await sso.get(1, never()), before);
   });
 }

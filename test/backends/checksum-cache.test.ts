@@ -1,13 +1,11 @@
 import t from 'tap';
-import type {
-  ChecksumFile,
-  CollectorsBackend,
-  CollectorType,
-} from '../../src/backends/collectors/backend.js';
+import type { ChecksumFile, ChecksumStore, CollectorType } from '../../src/backends/collectors/backend.js';
 import { createChecksumCache } from '../../src/backends/collectors/cache.js';
 import { createMetrics, type Metrics } from '../../src/observability/metrics.js';
+import type { ForwardedRequest } from '../../src/upstream/forwarded.js';
+import { callOf } from '../helpers/backend.js';
 
-const never = () => new AbortController().signal;
+const never = () => callOf();
 
 /**
  * A backend that counts its calls: the one place a double is right, it stands for "any backend".
@@ -18,14 +16,19 @@ function countingBackend(files: Record<string, string>, latest: Record<string, s
   const state = {
     files,
     latest,
-    calls: [] as Array<{ type: CollectorType; release: string; signal: AbortSignal }>,
+    calls: [] as Array<{
+      type: CollectorType;
+      release: string;
+      signal: AbortSignal;
+      request: ForwardedRequest;
+    }>,
     hold: undefined as Promise<void> | undefined,
     fail: undefined as Error | undefined,
     closed: false,
   };
-  const backend: CollectorsBackend = {
-    async getChecksum(type, release, signal): Promise<ChecksumFile | undefined> {
-      state.calls.push({ type, release, signal });
+  const backend: ChecksumStore = {
+    async getChecksum(type, release, { signal, request }): Promise<ChecksumFile | undefined> {
+      state.calls.push({ type, release, signal, request });
       if (state.hold) {
         await Promise.race([
           state.hold,
@@ -70,7 +73,7 @@ async function evictions(metrics: Metrics): Promise<number> {
 }
 
 function setup(
-  inner: CollectorsBackend,
+  inner: ChecksumStore,
   options: Partial<{ maxBytes: number; maxEntryBytes: number; latestTtl: number; now: () => number }> = {},
 ) {
   const metrics = createMetrics();
@@ -110,7 +113,7 @@ t.test('one waiter aborting does not abort the fetch the others wait on', async 
   const gate = release();
   state.hold = gate.hold;
   const impatient = new AbortController();
-  const first = cache.getChecksum('sharphound', '2.9.0', impatient.signal);
+  const first = cache.getChecksum('sharphound', '2.9.0', callOf(impatient.signal));
   const second = cache.getChecksum('sharphound', '2.9.0', never());
   const reason = new Error('deadline');
   impatient.abort(reason);
@@ -126,7 +129,7 @@ t.test('the fetch is aborted once its last waiter has gone, and the next request
   const { cache } = setup(backend);
   state.hold = release().hold;
   const alone = new AbortController();
-  const pending = cache.getChecksum('sharphound', '2.9.0', alone.signal);
+  const pending = cache.getChecksum('sharphound', '2.9.0', callOf(alone.signal));
   alone.abort(new Error('client went away'));
   await t.rejects(pending, { message: 'client went away' });
   t.equal(state.calls[0]?.signal.aborted, true);
@@ -139,7 +142,7 @@ t.test('a signal already aborted is refused without a backend call', async (t) =
   const { state, backend } = countingBackend({ 'sharphound/2.9.0': A40 });
   const { cache } = setup(backend);
   const reason = new Error('too late');
-  await t.rejects(cache.getChecksum('sharphound', '2.9.0', AbortSignal.abort(reason)), reason);
+  await t.rejects(cache.getChecksum('sharphound', '2.9.0', callOf(AbortSignal.abort(reason))), reason);
   t.equal(state.calls.length, 0);
 });
 
@@ -238,7 +241,8 @@ t.test('close drains: a fetch in flight still answers its waiters, then the back
   const closing = cache.close().then(() => {
     closed = true;
   });
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  // A full turn of the event loop: close would have finished by now if it did not wait.
+  await new Promise((resolve) => setImmediate(resolve));
   t.equal(closed, false, 'close waits for the fetch in flight');
   t.equal(state.closed, false);
   gate.open();

@@ -2,8 +2,9 @@ import { symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { createLocalCollectors } from '../../src/backends/collectors/local.js';
+import { callOf } from '../helpers/backend.js';
 
-const never = () => new AbortController().signal;
+const never = () => callOf();
 const line = (name: string) => `${'a'.repeat(64)}  ${name}\n`;
 
 /** A collectors directory holding `sharphound` files with these names (each holding its own line). */
@@ -85,8 +86,8 @@ t.test('an aborted signal stops the read with its reason', async (t) => {
   const controller = new AbortController();
   const reason = new Error('deadline');
   controller.abort(reason);
-  await t.rejects(backend.getChecksum('sharphound', 'latest', controller.signal), reason);
-  await t.rejects(backend.getChecksum('sharphound', '2.9.0', controller.signal), reason);
+  await t.rejects(backend.getChecksum('sharphound', 'latest', callOf(controller.signal)), reason);
+  await t.rejects(backend.getChecksum('sharphound', '2.9.0', callOf(controller.signal)), reason);
   await backend.close();
 });
 

@@ -14,6 +14,7 @@ import {
   type TestGateway,
 } from '../helpers/gateway.js';
 import { startUpstream, UPSTREAM_TOKEN_ID } from '../helpers/upstream.js';
+import { until } from '../helpers/wait.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 
@@ -124,7 +125,7 @@ t.test('an unreachable service is 502, a slow one 504 and aborted', async (t) =>
   const slow = await call(gw, { method: 'GET', target: '/api/v2/self', headers: { Prefer: 'wait=1' } });
   t.equal(slow.status, 504);
   t.same(errorOf(slow), { status: 504, context: 'request', message: 'request timed out' });
-  for (let i = 0; i < 50 && !stub.seen[0]?.aborted; i++) await new Promise((r) => setTimeout(r, 10));
+  await until(() => stub.seen[0]?.aborted === true);
   t.equal(stub.seen[0]?.aborted, true, 'the upstream request was aborted');
   await stub.close();
   const down = await call(gw, { method: 'GET', target: '/api/v2/self' });

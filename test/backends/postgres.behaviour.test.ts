@@ -25,8 +25,8 @@ if (await requirePostgres(t)) {
     t.teardown(() => db.close());
     t.ok(db.ready(), 'the database is ready');
     return {
-      sso: await createPostgresSsoProviders(db, deps),
-      tags: await createPostgresAssetGroupTags(db, deps),
+      sso: createPostgresSsoProviders(db),
+      tags: createPostgresAssetGroupTags(db),
     };
   });
 }

@@ -24,8 +24,9 @@ import {
   sql,
   withPort,
 } from '../helpers/postgres.js';
+import { callOf } from '../helpers/backend.js';
 
-const never = () => new AbortController().signal;
+const never = () => callOf();
 
 /** Dependencies whose log lines the test can read. */
 function deps() {
@@ -96,7 +97,7 @@ if (await requirePostgres(t)) {
     const d = deps();
     const db = await openPostgres(postgresConfig(url), d);
     t.teardown(() => db.close());
-    const tags = await createPostgresAssetGroupTags(db, d);
+    const tags = await createPostgresAssetGroupTags(db);
     const found = (await tags.getMember(1, 5000, never())) as { selectors: Array<{ id: number }> };
     t.same(
       found.selectors.map((s) => s.id),
@@ -143,7 +144,7 @@ if (await requirePostgres(t)) {
     const db = await openPostgres(postgresConfig(url, { migrate: false, health_check_interval: '100ms' }), d);
     t.teardown(() => db.close());
     t.notOk(db.ready());
-    const sso = await createPostgresSsoProviders(db, d);
+    const sso = await createPostgresSsoProviders(db);
     await t.rejects(sso.get(1, never()), { status: 503, message: 'store unavailable' });
     t.match(
       d.lines.find((l) => l.msg === 'database unavailable'),
@@ -160,7 +161,7 @@ if (await requirePostgres(t)) {
     const url = withPort('postgres://gateway:s3cret@127.0.0.1/test', 1);
     const db = await openPostgres(postgresConfig(url, { connect_timeout: '1s' }), d);
     t.notOk(db.ready());
-    const sso = await createPostgresSsoProviders(db, d);
+    const sso = await createPostgresSsoProviders(db);
     const err = await sso.get(1, never()).catch((e: unknown) => e);
     t.ok(err instanceof GatewayError);
     t.match(err, { status: 503, context: 'store', message: 'store unavailable' });
@@ -178,7 +179,7 @@ if (await requirePostgres(t)) {
     const d = deps();
     const db = await openPostgres(postgresConfig(url), d);
     t.teardown(() => db.close());
-    const sso = await createPostgresSsoProviders(db, d);
+    const sso = await createPostgresSsoProviders(db);
     const before = await sso.get(1, never());
 
     // Another session holds the provider's row, so the update waits for its lock.
@@ -191,7 +192,7 @@ if (await requirePostgres(t)) {
 
     const controller = new AbortController();
     const reason = new Error('deadline');
-    const update = sso.update(1, { name: 'Never applied' }, controller.signal);
+    const update = sso.update(1, { name: 'Never applied' }, callOf(controller.signal));
     const waiting = () =>
       sql(
         url,
@@ -212,7 +213,7 @@ if (await requirePostgres(t)) {
     const d = deps();
     const db = await openPostgres(postgresConfig(url, { statement_timeout: '300ms' }), d);
     t.teardown(() => db.close());
-    const sso = await createPostgresSsoProviders(db, d);
+    const sso = await createPostgresSsoProviders(db);
     const { default: pg } = await import('pg');
     const holder = new pg.Client({ connectionString: url });
     await holder.connect();
@@ -256,7 +257,7 @@ if (await requirePostgres(t)) {
       d,
     );
     t.teardown(() => db.close());
-    const sso = await createPostgresSsoProviders(db, d);
+    const sso = await createPostgresSsoProviders(db);
     const { default: pg } = await import('pg');
     const holder = new pg.Client({ connectionString: url });
     await holder.connect();
@@ -265,9 +266,22 @@ if (await requirePostgres(t)) {
     await holder.query('SELECT 1 FROM saml_providers WHERE sso_provider_id = 1 FOR UPDATE');
     // The only connection waits for the lock; everything else waits for the connection.
     const blocked = sso.update(1, { name: 'Later' }, never());
-    await new Promise((r) => setTimeout(r, 50));
+    const waitingOnLock = async () =>
+      (
+        await sql(
+          url,
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = 'bh-gateway'",
+        )
+      )[0]?.n === 1;
+    await until('the update waits on the lock, holding the only connection', waitingOnLock);
     await t.rejects(sso.get(4, never()), { status: 503, message: 'store unavailable' });
-    await new Promise((r) => setTimeout(r, 400));
+    // The health probe queues for the connection too, and gives up after connect_timeout.
+    const waiting = async () =>
+      (await d.metrics.storePoolConnections.get()).values.find((v) => v.labels.state === 'waiting')?.value ??
+      0;
+    await until('the health probe waits for a connection', async () => (await waiting()) === 1);
+    // A request queued behind the probe fails after connect_timeout: by then the probe has failed too.
+    await t.rejects(sso.get(4, never()), { status: 503, message: 'store unavailable' });
     t.ok(db.ready(), 'busy is not down (the health probe could not get a connection either)');
     await holder.query('ROLLBACK');
     t.equal(((await blocked) as SsoProviderUpdate).provider.name, 'Later');
@@ -278,7 +292,7 @@ if (await requirePostgres(t)) {
     await importStores(t, url, { sso: SSO, tags: TAGS });
     const d = deps();
     const db = await openPostgres(postgresConfig(url), d);
-    const tags = await createPostgresAssetGroupTags(db, d);
+    const tags = await createPostgresAssetGroupTags(db);
     await tags.getMember(1, 101, never());
     const text = await d.metrics.registry.metrics();
     t.match(text, /gateway_store_pool_connections\{state="idle"\} [1-9]/);

@@ -5,9 +5,11 @@ import type { SsoProviderPatch } from '../../src/backends/sso-providers/backend.
 import { createLocalSsoProviders } from '../../src/backends/sso-providers/local.js';
 import { isGatewayError } from '../../src/errors.js';
 import { createMetrics } from '../../src/observability/metrics.js';
+import { FileLocks } from '../../src/backends/file-locks.js';
+import { callOf } from '../helpers/backend.js';
 
 const NOW = new Date('2025-06-01T12:00:00.000Z');
-const never = () => new AbortController().signal;
+const never = () => callOf();
 
 function stored(ssoId: number, id = ssoId, over: Record<string, unknown> = {}) {
   return {
@@ -205,7 +207,7 @@ t.test('an aborted signal before the commit point writes nothing', async (t) => 
   early.abort(reason);
   const backend = await open(file);
   t.equal(
-    await backend.update(1, { name: 'x' }, early.signal).catch((e) => e),
+    await backend.update(1, { name: 'x' }, callOf(early.signal)).catch((e) => e),
     reason,
     'aborted before the lock',
   );
@@ -217,7 +219,7 @@ t.test('an aborted signal before the commit point writes nothing', async (t) => 
     return NOW;
   });
   t.equal(
-    await racing.update(1, { name: 'x' }, late.signal).catch((e) => e),
+    await racing.update(1, { name: 'x' }, callOf(late.signal)).catch((e) => e),
     reason,
     'aborted during the write',
   );
@@ -274,8 +276,10 @@ t.test('the file keeps its permissions and store timings are recorded', async (t
 t.test('two instances on one file (before and after a reload) never lose an update', async (t) => {
   const file = storeFile(t, { roles: [1, 2], providers: [stored(1)] });
   const metrics = createMetrics();
-  const before = await createLocalSsoProviders(file, { metrics });
-  const after = await createLocalSsoProviders(file, { metrics });
+  // The app's per-file turns outlive a configuration: both instances take turns through them.
+  const fileLocks = new FileLocks();
+  const before = await createLocalSsoProviders(file, { metrics, fileLocks });
+  const after = await createLocalSsoProviders(file, { metrics, fileLocks });
   await Promise.all([
     before.update(1, { name: 'renamed by the old instance' }, never()),
     after.update(1, { autoProvision: { enabled: true, default_role_id: 2, role_provision: true } }, never()),

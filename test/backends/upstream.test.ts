@@ -18,6 +18,7 @@ import {
   type TestGateway,
 } from '../helpers/gateway.js';
 import { startUpstream, upstreamBackend, UPSTREAM_TOKEN_ID, type StubUpstream } from '../helpers/upstream.js';
+import { until } from '../helpers/wait.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 const CHECKSUM = '/api/v2/collectors/sharphound/latest/checksum';
@@ -194,7 +195,7 @@ t.test('an upstream slower than the deadline: 504 and the upstream request abort
   const res = await call(gw, { method: 'GET', target: MEMBER, headers: { Prefer: 'wait=1' } });
   t.equal(res.status, 504);
   t.same(errorOf(res), { status: 504, context: 'request', message: 'request timed out' });
-  await new Promise((r) => setTimeout(r, 100));
+  await until(() => stub.seen[0]?.aborted === true);
   t.equal(stub.seen[0]?.aborted, true, 'the upstream saw the request closed');
   t.equal(await metric(gw, /^gateway_deadline_exceeded_total\{operation="GetAssetGroupTagMember"\}/), 1);
 });
@@ -296,12 +297,17 @@ t.test('stale-if-error: the last latest keeps serving while the upstream fails',
     res.end('sum\n');
   };
   t.equal((await call(gw, { method: 'GET', target: CHECKSUM })).status, 200);
-  await new Promise((r) => setTimeout(r, 80));
   stub.respond = (_req, res) => {
     res.writeHead(500, { 'Content-Type': 'application/json' });
     res.end('{"http_status":500}');
   };
-  const stale = await call(gw, { method: 'GET', target: CHECKSUM });
+  // Within the TTL the answer is a hit; once it has passed, `latest` is asked again, and fails.
+  let stale = await call(gw, { method: 'GET', target: CHECKSUM });
+  await until(async () => {
+    if (stub.seen.length >= 2) return true;
+    stale = await call(gw, { method: 'GET', target: CHECKSUM });
+    return false;
+  });
   t.equal(stale.status, 200);
   t.equal(stale.body.toString(), 'sum\n');
   t.equal(stale.headers['x-cache'], 'HIT');
@@ -333,9 +339,9 @@ t.test('a client that disconnects aborts the upstream request', async (t) => {
   const req = httpRequest({ port: gw.port, path: CHECKSUM, headers, agent: false });
   req.on('error', () => undefined);
   req.end();
-  for (let i = 0; i < 50 && stub.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  await until(() => stub.seen.length > 0);
   req.destroy();
-  for (let i = 0; i < 50 && !stub.seen[0]?.aborted; i++) await new Promise((r) => setTimeout(r, 10));
+  await until(() => stub.seen[0]?.aborted === true);
   t.equal(stub.seen[0]?.aborted, true);
 });
 
@@ -351,7 +357,7 @@ t.test('no socket leaks: after the faults the pool holds at most its connections
   await Promise.all(Array.from({ length: 30 }, () => call(gw, { method: 'GET', target: MEMBER })));
   t.ok(stub.connections() <= 4, `${stub.connections()} connections open at the upstream`);
   await gw.close();
-  await new Promise((r) => setTimeout(r, 50));
+  await until(() => stub.connections() === 0);
   t.equal(stub.connections(), 0, 'closing the gateway closes its pool');
 });
 
@@ -411,15 +417,66 @@ t.test('answers larger than max_response_size stream through; headers a client n
   t.equal(res.headers['retry-after'], '7');
 });
 
-t.test('a checksum fetch shared by several requests carries no one request’s deadline', async (t) => {
-  const { stub, gw } = await setup(t, collectors);
-  stub.respond = (_req, res) => {
-    res.writeHead(200, { 'Content-Disposition': 'attachment; filename="sharphound-v2.10.0.zip.sha256"' });
-    res.end('sum\n');
-  };
-  await call(gw, { method: 'GET', target: CHECKSUM, headers: { Prefer: 'wait=1' } });
-  t.notOk(stub.seen[0]?.headers.prefer);
-});
+t.test(
+  'a checksum fetch shared by several requests is neutral: canonical target, nobody’s details',
+  async (t) => {
+    const { stub, gw } = await setup(t, collectors);
+    stub.respond = (_req, res) => {
+      res.writeHead(200, { 'Content-Disposition': 'attachment; filename="sharphound-v2.10.0.zip.sha256"' });
+      res.end('sum\n');
+    };
+    for (const target of [
+      '/api/v2/collectors/sharphound/latest/checksum?client=1',
+      '/api/v2/collectors/%73harphound/2.9.0/checksum',
+    ]) {
+      const res = await call(gw, {
+        method: 'GET',
+        target,
+        headers: { Prefer: 'wait=7', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+      });
+      t.equal(res.status, 200, target);
+    }
+    t.same(
+      stub.seen.map((s) => s.url),
+      ['/api/v2/collectors/sharphound/latest/checksum', '/api/v2/collectors/sharphound/v2.9.0/checksum'],
+      'the canonical target, no query, whatever spelling the client used',
+    );
+    for (const seen of stub.seen) {
+      const h = seen.headers;
+      t.notOk(h.prefer, 'no Prefer: nobody’s deadline');
+      t.notOk(h['x-request-id'], 'no waiter’s request id');
+      t.notOk(h['x-gateway-subject'], 'no waiter’s identity');
+      t.notOk(
+        h['x-forwarded-for'] ?? h['x-forwarded-proto'] ?? h['x-forwarded-host'],
+        'no forwarded headers',
+      );
+      t.notOk(h.traceparent);
+      t.equal(seen.signatureValid, true, 'signed by the gateway over the canonical target');
+    }
+  },
+);
+
+t.test(
+  'under client auth the checksum cache is per identity, with the client’s own credentials',
+  async (t) => {
+    const { stub, gw } = await setup(t, (s) => collectors(s, { auth: { type: 'client' } }));
+    stub.respond = (req, res) => {
+      res.writeHead(200, { 'Content-Disposition': 'attachment; filename="sharphound-v2.10.0.zip.sha256"' });
+      res.end(`sum for ${req.headers.authorization}\n`);
+    };
+    const admin = await call(gw, { method: 'GET', target: CHECKSUM });
+    const again = await call(gw, { method: 'GET', target: CHECKSUM });
+    const reader = await call(gw, { method: 'GET', target: CHECKSUM, token: TOKENS.reader });
+    t.equal(admin.headers['x-cache'], 'MISS');
+    t.equal(again.headers['x-cache'], 'HIT', 'the same identity reads its own entry');
+    t.equal(reader.headers['x-cache'], 'MISS', 'another identity never reads it');
+    t.match(reader.body.toString(), TOKENS.reader.id, 'its own answer');
+    t.equal(stub.seen.length, 2);
+    t.equal(stub.seen[1]?.headers.authorization, `bhesignature ${TOKENS.reader.id}`, 'its own credentials');
+    t.equal(stub.seen[1]?.url, CHECKSUM, 'the target its signature covers');
+    t.notOk(stub.seen[1]?.headers['x-request-id']);
+  },
+);
 
 t.test('a forwarded PATCH carries its length', async (t) => {
   const { stub, gw } = await setup(t, (s) => ({ sso_providers: upstreamBackend(s) }));

@@ -10,7 +10,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { type App, createApp } from '../../src/app.js';
-import { computeSignature, rfc3339 } from '../../src/auth/signature.js';
+import { signatureOf as computeSignature } from '../../src/signing/chain.js';
+import { formatRequestDate as rfc3339 } from '../../src/signing/request-date.js';
 import { loadConfigFile } from '../../src/config/load.js';
 
 export interface Tok {

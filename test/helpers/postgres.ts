@@ -10,7 +10,8 @@ import path from 'node:path';
 import pg from 'pg';
 import type { Test } from 'tap';
 import { runImport } from '../../src/cli/import.js';
-import { configSchema, type PostgresConfig } from '../../src/config/schema.js';
+import type { PostgresConfig } from '../../src/backends/postgres/config.js';
+import { configSchema } from '../../src/config/schema.js';
 
 /** The database tests connect to first (trust auth); override with `GATEWAY_TEST_POSTGRES_URL`. */
 export const ADMIN_URL = process.env.GATEWAY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

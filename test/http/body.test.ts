@@ -5,6 +5,7 @@ import { text } from 'node:stream/consumers';
 import t, { type Test } from 'tap';
 import { GatewayError } from '../../src/errors.js';
 import { type BodyOptions, checkDeclaredLength, type HeldBody, readBody } from '../../src/http/body.js';
+import { until } from '../helpers/wait.js';
 
 type Outcome = { body: HeldBody; chunks: Buffer[]; files: string[] } | { error: unknown; files: string[] };
 
@@ -12,6 +13,7 @@ type Outcome = { body: HeldBody; chunks: Buffer[]; files: string[] } | { error: 
 async function serve(t: Test, options: Partial<BodyOptions> & { controller?: AbortController } = {}) {
   const dir = t.testdir();
   const outcomes: Array<(o: Outcome) => void> = [];
+  let received = 0;
   const pending: Outcome[] = [];
   const deliver = (o: Outcome) => {
     const waiter = outcomes.shift();
@@ -27,7 +29,10 @@ async function serve(t: Test, options: Partial<BodyOptions> & { controller?: Abo
         tmpDir: dir,
         idleTimeout: 5000,
         signal: (options.controller ?? new AbortController()).signal,
-        onChunk: (c) => chunks.push(c),
+        onChunk: (c) => {
+          received += c.length;
+          chunks.push(c);
+        },
         ...options,
       });
       deliver({ body, chunks, files: readdirSync(dir) });
@@ -43,6 +48,8 @@ async function serve(t: Test, options: Partial<BodyOptions> & { controller?: Abo
   const port = (server.address() as { port: number }).port;
   return {
     dir,
+    /** Body bytes the server has read so far, over every request. */
+    received: () => received,
     /** The outcome of the next request the server reads. */
     next: () =>
       new Promise<Outcome>((resolve) =>
@@ -151,7 +158,7 @@ t.test('the deadline rejects with its own reason and removes the spooled file', 
   const s = await serve(t, { controller, memoryThreshold: 0 });
   const socket = s.open('POST / HTTP/1.1\r\nContent-Length: 100');
   socket.write('partial');
-  await new Promise((r) => setTimeout(r, 50));
+  await until(() => readdirSync(s.dir).length === 1);
   t.equal(readdirSync(s.dir).length, 1, 'spooling');
   const reason = new GatewayError(504, 'request', 'request timed out');
   controller.abort(reason);
@@ -176,7 +183,7 @@ t.test('a client that goes away mid-body is a clean 400, in memory or spooled', 
     const s = await serve(t, { memoryThreshold });
     const socket = s.open('POST / HTTP/1.1\r\nContent-Length: 100');
     socket.write('partial');
-    await new Promise((r) => setTimeout(r, 30));
+    await until(() => s.received() === 7);
     socket.destroy();
     const o = await s.next();
     if ('error' in o) t.match(o.error, { status: 400, message: 'request body was not received completely' });

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { call, errorOf, ROOT, startGateway, type TestResponse, TOKENS } from '../helpers/gateway.js';
+import { until } from '../helpers/wait.js';
 
 const target = (type: string, release: string) => `/api/v2/collectors/${type}/${release}/checksum`;
 const sample = (type: string, version: string) =>
@@ -168,8 +168,12 @@ t.test('a release added after start is served as latest once the TTL has passed'
   );
   const line = `${'c'.repeat(64)}  sharphound-v2.12.0.zip\n`;
   writeFileSync(path.join(gw.dataDir, 'collectors', 'sharphound', 'sharphound-v2.12.0.zip.sha256'), line);
-  await sleep(150);
-  const res = await latest();
+  // Served as latest once the TTL has passed (asked again until it has).
+  let res = await latest();
+  await until(async () => {
+    res = await latest();
+    return res.headers['content-disposition'] !== 'attachment; filename="sharphound-v2.10.0.zip.sha256"';
+  });
   t.equal(res.status, 200);
   t.equal(res.headers['content-disposition'], 'attachment; filename="sharphound-v2.12.0.zip.sha256"');
   t.equal(res.body.toString(), line);

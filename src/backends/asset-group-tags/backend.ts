@@ -1,6 +1,7 @@
 /** The asset group tags backend: tags, their selectors and the members the selectors cover. */
-import type { RequestContext } from '../../http/context.js';
-import type { RelayedResponse } from '../relayed.js';
+import type { UpstreamAnswer } from '../../upstream/answer.js';
+import type { Closable } from '../backend-type.js';
+import type { BackendCall } from '../call.js';
 
 export interface Selector {
   id: number;
@@ -33,19 +34,15 @@ export interface MemberWithSelectors extends Member {
   selectors: Selector[];
 }
 
-export interface AssetGroupTagsBackend {
+export interface AssetGroupTagsBackend extends Closable {
   /**
    * Member `memberId` of tag `tagId` with the tag's selectors that cover it; undefined when the tag or
    * the member is unknown or no selector of the tag covers the member. An upstream answers with its
-   * own response, relayed unchanged; `request` is the request being served, if any.
+   * own response, relayed unchanged.
    */
   getMember(
     tagId: number,
     memberId: number,
-    signal: AbortSignal,
-    request?: RequestContext,
-  ): Promise<MemberWithSelectors | undefined | RelayedResponse>;
-  /** False while the backend cannot serve (an upstream or a database unreachable); absent: always ready. */
-  ready?(): boolean;
-  close(): Promise<void>;
+    call: BackendCall,
+  ): Promise<MemberWithSelectors | undefined | UpstreamAnswer>;
 }

@@ -4,6 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
+import { type BackendType, type LocalConfig, localBackendShape } from '../backend-type.js';
 import type { AssetGroupTagsBackend, Member, MemberWithSelectors, Selector } from './backend.js';
 
 const id = z.number().int().min(1).max(2_147_483_647);
@@ -37,6 +38,12 @@ const file = z.strictObject({
   members: z.array(member),
 });
 
+/** `{type: local, path: <file.json>}` for the asset group tags. */
+export const localAssetGroupTags: BackendType<LocalConfig, AssetGroupTagsBackend> = {
+  config: localBackendShape,
+  open: (config) => createLocalAssetGroupTags(config.path),
+};
+
 /** Loads `path` and serves look-ups from memory. Throws at start when the file is missing or malformed. */
 export async function createLocalAssetGroupTags(path: string): Promise<AssetGroupTagsBackend> {
   let parsed: z.infer<typeof file>;
@@ -66,7 +73,7 @@ export async function createLocalAssetGroupTags(path: string): Promise<AssetGrou
     index.set(tag.id, byMember);
   }
   return {
-    async getMember(tagId, memberId, signal) {
+    async getMember(tagId, memberId, { signal }) {
       signal.throwIfAborted();
       return index.get(tagId)?.get(memberId);
     },

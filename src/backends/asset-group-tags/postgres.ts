@@ -4,8 +4,9 @@
  * with the number of links; the covering selectors and their seeds are aggregated in the same
  * statement, ordered by id, in the wire shape.
  */
-import type { BackendDeps } from '../index.js';
-import { type PostgresStores, rfc3339 } from '../postgres/index.js';
+import type { BackendType } from '../backend-type.js';
+import { type PostgresConfig, postgresBackendShape } from '../postgres/config.js';
+import { type PostgresPool, sqlTimestamp } from '../postgres/index.js';
 import type { AssetGroupTagsBackend, MemberWithSelectors, Selector } from './backend.js';
 
 /** `$1` the tag, `$2` the member. One row when the member exists; `selectors` null when none covers it. */
@@ -14,11 +15,11 @@ export const MEMBER_QUERY = `
          (SELECT json_agg(json_build_object(
                    'id', s.id,
                    'asset_group_tag_id', s.asset_group_tag_id,
-                   'created_at', ${rfc3339('s.created_at')},
+                   'created_at', ${sqlTimestamp('s.created_at')},
                    'created_by', s.created_by,
-                   'updated_at', ${rfc3339('s.updated_at')},
+                   'updated_at', ${sqlTimestamp('s.updated_at')},
                    'updated_by', s.updated_by,
-                   'disabled_at', ${rfc3339('s.disabled_at')},
+                   'disabled_at', ${sqlTimestamp('s.disabled_at')},
                    'disabled_by', s.disabled_by,
                    'name', s.name,
                    'description', s.description,
@@ -47,13 +48,16 @@ interface Row {
   selectors: Selector[] | null;
 }
 
+/** `{type: postgres, url, …}` for the asset group tags. */
+export const postgresAssetGroupTags: BackendType<PostgresConfig, AssetGroupTagsBackend> = {
+  config: postgresBackendShape,
+  open: async (config, deps) => createPostgresAssetGroupTags(await deps.database(config)),
+};
+
 /** The backend on `db`; nothing is read until a request comes. */
-export async function createPostgresAssetGroupTags(
-  db: PostgresStores,
-  _deps: BackendDeps,
-): Promise<AssetGroupTagsBackend> {
+export function createPostgresAssetGroupTags(db: PostgresPool): AssetGroupTagsBackend {
   return {
-    async getMember(tagId, memberId, signal): Promise<MemberWithSelectors | undefined> {
+    async getMember(tagId, memberId, { signal }): Promise<MemberWithSelectors | undefined> {
       const started = performance.now();
       try {
         const [row] = await db.query<Row>(MEMBER_QUERY, [tagId, memberId], signal);

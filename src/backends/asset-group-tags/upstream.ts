@@ -2,30 +2,26 @@
  * The asset group tags backend on an upstream service speaking this API: the request goes out as it
  * came (method, raw target) and the upstream's answer, whatever its status, is relayed unchanged.
  */
-import type { UpstreamConfig } from '../../config/schema.js';
-import { passedHeaders } from '../../upstream/answer.js';
-import { createUpstreamClient, type UpstreamDeps } from '../../upstream/client.js';
-import { RelayedResponse } from '../relayed.js';
+import { createUpstreamClient } from '../../upstream/client.js';
+import { upstreamBackendShape, type UpstreamConfig } from '../../upstream/config.js';
+import type { BackendType } from '../backend-type.js';
 import type { AssetGroupTagsBackend } from './backend.js';
 
-export async function createUpstreamAssetGroupTags(
-  config: UpstreamConfig,
-  name: string,
-  deps: UpstreamDeps,
-): Promise<AssetGroupTagsBackend> {
-  const client = createUpstreamClient(config, name, deps);
-  return {
-    async getMember(tagId, memberId, signal, request) {
-      const answer = await client.send({
-        method: request?.req.method === 'HEAD' ? 'HEAD' : 'GET',
-        target: request?.rawTarget ?? `/api/v2/asset-group-tags/${tagId}/members/${memberId}`,
-        headers: { accept: 'application/json' },
-        ...(request ? { client: request } : {}),
-        signal,
-      });
-      return new RelayedResponse(answer.statusCode, passedHeaders(answer.headers), answer.body);
-    },
-    ready: () => client.ready(),
-    close: () => client.close(),
-  };
-}
+/** `{type: upstream, url, auth, …}` for the asset group tags. */
+export const upstreamAssetGroupTags: BackendType<
+  UpstreamConfig & { type: 'upstream' },
+  AssetGroupTagsBackend
+> = {
+  config: upstreamBackendShape,
+  async open(config, deps) {
+    const client = createUpstreamClient(config, deps.name, deps);
+    return {
+      async getMember(_tagId, _memberId, { request, signal }) {
+        const answer = await client.send({ request, headers: { accept: 'application/json' }, signal });
+        return client.relayed(answer);
+      },
+      ready: () => client.ready(),
+      close: () => client.close(),
+    };
+  },
+};

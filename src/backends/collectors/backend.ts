@@ -1,5 +1,7 @@
 /** The collectors backend: where checksum files come from. */
-import type { RequestContext } from '../../http/context.js';
+import type { UpstreamAnswer } from '../../upstream/answer.js';
+import type { Closable } from '../backend-type.js';
+import type { BackendCall } from '../call.js';
 
 /** The collector types the API knows (case-sensitive). */
 export const COLLECTOR_TYPES = ['sharphound', 'azurehound', 'openhound'] as const;
@@ -11,25 +13,30 @@ export interface ChecksumFile {
   readonly version: string;
   /** The file's bytes. */
   readonly bytes: Buffer;
-  /** Set by the checksum cache: whether the file came from it (`X-Cache`). */
+  /** Set by the checksum cache: whether the file came from it (the operation's `X-Cache`). */
   readonly cache?: 'HIT' | 'MISS';
 }
 
-export interface CollectorsBackend {
+export interface CollectorsBackend extends Closable {
   /**
    * The checksum file of `release` (`latest`, or a version without the `v`, e.g. `2.10.0`) of
    * collector `type`; undefined when there is no such release. `latest` is the highest version by
-   * semver order, pre-releases excluded. `request` is the request being served, if any (an upstream
-   * forwards from it).
+   * semver order, pre-releases excluded. An upstream answers anything but a file with its own
+   * answer, relayed unchanged (its body held whole: the cache may share it between requests).
    */
   getChecksum(
     type: CollectorType,
     release: string,
-    signal: AbortSignal,
-    request?: RequestContext,
-  ): Promise<ChecksumFile | undefined>;
-  /** False while the backend cannot serve (an upstream or a database unreachable); absent: always ready. */
-  ready?(): boolean;
-  /** Releases resources (pools, timers). */
-  close(): Promise<void>;
+    call: BackendCall,
+  ): Promise<ChecksumFile | UpstreamAnswer | undefined>;
+  /**
+   * True when the answers depend on the client's own credentials (an upstream with `client` auth):
+   * the checksum cache then keeps them per identity and shares a fetch only within one identity.
+   */
+  readonly perIdentity?: boolean;
+}
+
+/** A backend that answers itself (a local directory): never an upstream's answer. */
+export interface ChecksumStore extends CollectorsBackend {
+  getChecksum(type: CollectorType, release: string, call: BackendCall): Promise<ChecksumFile | undefined>;
 }

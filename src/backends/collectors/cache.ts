@@ -1,13 +1,17 @@
 /**
- * The checksum cache: a wrapper that implements the collectors interface in front of another backend,
- * so the operation never knows it is there. A version's file never changes, so it is kept until the
- * byte bound evicts it; what `latest` means is re-resolved after `latestTtl`. Concurrent misses for
- * one key share one backend fetch, which runs on its own signal: one waiter giving up never aborts
- * the fetch others wait on, and it is aborted only once nobody waits for it any more.
+ * The checksum cache: a wrapper that implements the collectors interface in front of another backend;
+ * the operation learns only where a file came from (`cache`, its `X-Cache`). A version's file never
+ * changes, so it is kept until the byte bound evicts it; what `latest` means is re-resolved after
+ * `latestTtl`. Concurrent misses for one key share one backend fetch, which runs on its own signal
+ * and sends a neutral request (the canonical target, nobody's deadline, id or credentials): one
+ * waiter giving up never aborts the fetch others wait on, and it is aborted only once nobody waits.
+ * Behind an upstream that forwards the client's own credentials, everything is kept per identity.
  */
 import { LRUCache } from 'lru-cache';
-import { UpstreamStatusError } from '../../errors.js';
 import type { Metrics } from '../../observability/metrics.js';
+import { UpstreamAnswer } from '../../upstream/answer.js';
+import { type ForwardedRequest, neutralRequest } from '../../upstream/forwarded.js';
+import type { BackendCall } from '../call.js';
 import type { ChecksumFile, CollectorsBackend, CollectorType } from './backend.js';
 
 export interface ChecksumCacheOptions {
@@ -22,9 +26,11 @@ export interface ChecksumCacheOptions {
   readonly now?: () => number;
 }
 
-/** What a fetch found: the file (undefined: no such release), and whether it is a stale `latest`. */
+type Found = ChecksumFile | UpstreamAnswer | undefined;
+
+/** What a fetch found (a file, an upstream's own answer, or no such release), and whether it is stale. */
 interface Outcome {
-  readonly file: ChecksumFile | undefined;
+  readonly found: Found;
   readonly stale: boolean;
 }
 
@@ -34,11 +40,16 @@ interface Flight {
   waiters: number;
 }
 
-/** Wraps `inner` in a byte-bounded, single-flight cache. */
-export function createChecksumCache(
-  inner: CollectorsBackend,
-  options: ChecksumCacheOptions,
-): CollectorsBackend {
+/** The target a shared fetch sends: `/api/v2/collectors/<type>/<v…|latest>/checksum`, no query. */
+function canonicalTarget(type: CollectorType, release: string): string {
+  return `/api/v2/collectors/${type}/${release === 'latest' ? 'latest' : `v${release}`}/checksum`;
+}
+
+/**
+ * Wraps `inner` in a byte-bounded, single-flight cache: a backend of the same kind (a store that
+ * answers only with files stays one).
+ */
+export function createChecksumCache<B extends CollectorsBackend>(inner: B, options: ChecksumCacheOptions): B {
   const { metrics, maxEntryBytes, latestTtl } = options;
   const now = options.now ?? (() => performance.now());
   const files = new LRUCache<string, ChecksumFile>({
@@ -51,22 +62,31 @@ export function createChecksumCache(
     },
   });
   /**
-   * `latest` per type: the file it meant (undefined: no release) and until when that holds. The file
-   * is held here too, so that it can be served stale when re-resolving fails.
+   * `latest` per scope and type: the file it meant (undefined: no release) and until when that
+   * holds. The file is held here too, so that it can be served stale when re-resolving fails.
    */
-  const latest = new Map<CollectorType, { file: ChecksumFile | undefined; expiresAt: number }>();
+  const latest = new Map<string, { file: ChecksumFile | undefined; expiresAt: number }>();
   const flights = new Map<string, Flight>();
+  const perIdentity = inner.perIdentity === true;
 
   const count = (result: 'hit' | 'miss' | 'stale') => metrics.checksumCacheRequests.inc({ result });
-  /** A fetch that failed (or whose answer was not a file) was a miss all the same. */
-  const missed = (fetched: Promise<Outcome>) =>
-    fetched.catch((err: unknown) => {
-      count('miss');
-      throw err;
-    });
 
-  function keep(type: CollectorType, file: ChecksumFile): void {
-    if (file.bytes.length <= maxEntryBytes) files.set(`${type}/${file.version}`, file);
+  /** Whose entries a request reads: everybody's, or under per-identity credentials its identity's. */
+  const scopeOf = (call: BackendCall) => (perIdentity ? `${call.request.principal ?? ''}\n` : '');
+
+  /**
+   * The request a shared fetch sends. With the gateway's own credentials: the canonical target and
+   * nothing of any waiter. With the client's (per identity): its target and credentials, which its
+   * signature covers, and still no deadline, forwarded headers or request id.
+   */
+  const sharedRequest = (type: CollectorType, release: string, call: BackendCall): ForwardedRequest => {
+    if (!perIdentity) return neutralRequest('GET', canonicalTarget(type, release));
+    const { target, credentials, principal } = call.request;
+    return Object.freeze({ ...neutralRequest('GET', target), credentials, principal });
+  };
+
+  function keep(scope: string, type: CollectorType, file: ChecksumFile): void {
+    if (file.bytes.length <= maxEntryBytes) files.set(`${scope}${type}/${file.version}`, file);
     metrics.checksumCacheBytes.set(files.calculatedSize);
   }
 
@@ -91,7 +111,11 @@ export function createChecksumCache(
       flights.set(key, started);
       flight = started;
     }
-    return wait(key, flight, signal);
+    return wait(key, flight, signal).catch((err: unknown) => {
+      // A fetch that failed was a miss all the same.
+      count('miss');
+      throw err;
+    });
   }
 
   /** Waits for `flight`, rejecting with `signal.reason` as soon as this waiter's own signal fires. */
@@ -122,54 +146,64 @@ export function createChecksumCache(
     });
   }
 
-  /** What a waiter gets: the file marked with where it came from (`X-Cache`), counted once. */
-  const served = (outcome: Outcome, from: 'hit' | 'miss'): ChecksumFile | undefined => {
+  /** What a waiter gets: a file marked with where it came from (`X-Cache`), counted once. */
+  const served = (outcome: Outcome, from: 'hit' | 'miss'): Found => {
     const result = outcome.stale ? 'stale' : from;
     count(result);
-    return outcome.file && { ...outcome.file, cache: result === 'miss' ? 'MISS' : 'HIT' };
+    const { found } = outcome;
+    if (found === undefined || found instanceof UpstreamAnswer) return found;
+    return { ...found, cache: result === 'miss' ? 'MISS' : 'HIT' };
   };
 
-  return {
-    async getChecksum(type, release, signal, request) {
+  const cache: CollectorsBackend = {
+    perIdentity,
+    async getChecksum(type, release, call) {
+      const { signal } = call;
       signal.throwIfAborted();
+      // A HEAD under the client's own credentials is signed as a HEAD: it goes through as it came.
+      if (perIdentity && call.request.method === 'HEAD') return inner.getChecksum(type, release, call);
+      const scope = scopeOf(call);
       if (release !== 'latest') {
-        const key = `${type}/${release}`;
+        const key = `${scope}${type}/${release}`;
         const cached = files.get(key);
-        if (cached !== undefined) return served({ file: cached, stale: false }, 'hit');
-        const outcome = await missed(
-          join(key, signal, async (own) => {
-            const file = await inner.getChecksum(type, release, own, request);
-            if (file !== undefined) keep(type, file);
-            return { file, stale: false };
-          }),
-        );
+        if (cached !== undefined) return served({ found: cached, stale: false }, 'hit');
+        const request = sharedRequest(type, release, call);
+        const outcome = await join(key, signal, async (own) => {
+          const found = await inner.getChecksum(type, release, { signal: own, request });
+          if (isFile(found)) keep(scope, type, found);
+          return { found, stale: false };
+        });
         return served(outcome, 'miss');
       }
-      const resolved = latest.get(type);
+      const latestKey = `${scope}${type}`;
+      const resolved = latest.get(latestKey);
       if (resolved !== undefined && now() < resolved.expiresAt) {
-        return served({ file: resolved.file, stale: false }, 'hit');
+        return served({ found: resolved.file, stale: false }, 'hit');
       }
-      const outcome = await missed(
-        join(`${type}/latest`, signal, async (own) => {
-          try {
-            const file = await inner.getChecksum(type, 'latest', own, request);
-            // A file too large to keep is not held here either: `latest` is then fetched every time.
-            if (file === undefined || file.bytes.length <= maxEntryBytes) {
-              latest.set(type, { file, expiresAt: now() + latestTtl });
-            } else {
-              latest.delete(type);
-            }
-            if (file !== undefined) keep(type, file);
-            return { file, stale: false };
-          } catch (err) {
-            // stale-if-error: the last answer for `latest` stands for another TTL while the backend
-            // fails; an upstream's own answer below 500 (a 404, a 401) is an answer, not a failure.
-            if (own.aborted || resolved === undefined || answeredBelow500(err)) throw err;
-            latest.set(type, { file: resolved.file, expiresAt: now() + latestTtl });
-            return { file: resolved.file, stale: true };
-          }
-        }),
-      );
+      const request = sharedRequest(type, 'latest', call);
+      const outcome = await join(`${scope}${type}/latest`, signal, async (own) => {
+        let found: Found;
+        try {
+          found = await inner.getChecksum(type, 'latest', { signal: own, request });
+        } catch (err) {
+          if (own.aborted || resolved === undefined) throw err;
+          return stale(latestKey, resolved.file);
+        }
+        // stale-if-error: an upstream's 5xx is a failure; its answer below 500 (a 404, a 401) stands.
+        if (found instanceof UpstreamAnswer) {
+          return found.status >= 500 && resolved !== undefined
+            ? stale(latestKey, resolved.file)
+            : { found, stale: false };
+        }
+        // A file too large to keep is not held here either: `latest` is then fetched every time.
+        if (found === undefined || found.bytes.length <= maxEntryBytes) {
+          latest.set(latestKey, { file: found, expiresAt: now() + latestTtl });
+        } else {
+          latest.delete(latestKey);
+        }
+        if (found !== undefined) keep(scope, type, found);
+        return { found, stale: false };
+      });
       return served(outcome, 'miss');
     },
 
@@ -187,8 +221,15 @@ export function createChecksumCache(
       await inner.close();
     },
   };
+  return cache as B;
+
+  /** The last answer for `latest`, standing for another TTL while the backend fails. */
+  function stale(key: string, file: ChecksumFile | undefined): Outcome {
+    latest.set(key, { file, expiresAt: now() + latestTtl });
+    return { found: file, stale: true };
+  }
 }
 
-function answeredBelow500(err: unknown): boolean {
-  return err instanceof UpstreamStatusError && err.status < 500;
+function isFile(found: Found): found is ChecksumFile {
+  return found !== undefined && !(found instanceof UpstreamAnswer);
 }

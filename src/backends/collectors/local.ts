@@ -6,16 +6,27 @@
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import semver from 'semver';
-import { type ChecksumFile, COLLECTOR_TYPES, type CollectorsBackend, type CollectorType } from './backend.js';
+import { type BackendType, type LocalConfig, localBackendShape } from '../backend-type.js';
+import {
+  type ChecksumFile,
+  type ChecksumStore,
+  COLLECTOR_TYPES,
+  type CollectorsBackend,
+  type CollectorType,
+} from './backend.js';
+import { checksumFileName, isVersion, newestStable, versionOfFileName } from './release.js';
 
-const SUFFIX = '.zip.sha256';
+/** `{type: local, path: <dir>}` for the collectors. */
+export const localCollectors: BackendType<LocalConfig, CollectorsBackend> = {
+  config: localBackendShape,
+  open: (config) => openLocalCollectors(config.path),
+};
 
 /**
  * `createLocalCollectors` on a directory that is checked first: a configuration naming a missing
  * folder or a file fails at start (or reload) instead of answering 404 to everything.
  */
-export async function openLocalCollectors(dir: string): Promise<CollectorsBackend> {
+export async function openLocalCollectors(dir: string): Promise<ChecksumStore> {
   let info: Awaited<ReturnType<typeof stat>>;
   try {
     info = await stat(dir);
@@ -29,20 +40,16 @@ export async function openLocalCollectors(dir: string): Promise<CollectorsBacken
 }
 
 /** Serves checksum files from `dir`; a missing type directory means "no releases". */
-export function createLocalCollectors(dir: string): CollectorsBackend {
+export function createLocalCollectors(dir: string): ChecksumStore {
   return {
-    async getChecksum(
-      type: CollectorType,
-      release: string,
-      signal: AbortSignal,
-    ): Promise<ChecksumFile | undefined> {
+    async getChecksum(type, release, { signal }): Promise<ChecksumFile | undefined> {
       signal.throwIfAborted();
       // The operation validates both; checking again keeps a path outside `dir` unreachable.
       if (!COLLECTOR_TYPES.includes(type)) return undefined;
       const version = release === 'latest' ? await latestVersion(dir, type, signal) : release;
-      if (version === undefined || !isStrictVersion(version)) return undefined;
+      if (version === undefined || !isVersion(version)) return undefined;
       try {
-        const bytes = await readFile(join(dir, type, `${type}-v${version}${SUFFIX}`), { signal });
+        const bytes = await readFile(join(dir, type, checksumFileName(type, version)), { signal });
         return { version, bytes };
       } catch (err) {
         signal.throwIfAborted();
@@ -69,20 +76,12 @@ async function latestVersion(
   }
   // readdir takes no signal; stop here rather than carry on for a request that has gone.
   signal.throwIfAborted();
-  const prefix = `${type}-v`;
-  let best: string | undefined;
+  const versions: string[] = [];
   for (const name of names) {
-    if (!name.startsWith(prefix) || !name.endsWith(SUFFIX)) continue;
-    const version = name.slice(prefix.length, -SUFFIX.length);
-    if (!isStrictVersion(version) || semver.prerelease(version) !== null) continue;
-    if (best === undefined || semver.gt(version, best)) best = version;
+    const version = versionOfFileName(type, name);
+    if (version !== undefined) versions.push(version);
   }
-  return best;
-}
-
-/** Strict semver 2.0 without a `v` and without a build part (the name must be the canonical form). */
-function isStrictVersion(version: string): boolean {
-  return semver.parse(version)?.version === version;
+  return newestStable(versions);
 }
 
 function isMissing(err: unknown): boolean {

@@ -14,17 +14,18 @@
  */
 import pg from 'pg';
 import type { QueryResultRow } from 'pg';
-import type { PostgresConfig } from '../../config/schema.js';
 import { errors } from '../../errors.js';
-import type { BackendDeps } from '../index.js';
+import type { Logger } from '../../observability/logger.js';
+import type { Metrics } from '../../observability/metrics.js';
+import type { PostgresConfig } from './config.js';
 import { isConnectionLost, isPoolBusy } from './errors.js';
 import { checkSchema, migrate } from './migrations.js';
 import { createSession, type Query } from './session.js';
 
 export type { Query } from './session.js';
 
-/** An open database: statements and transactions under a signal, its readiness, and its metrics. */
-export interface PostgresStores {
+/** An open database pool: statements and transactions under a signal, its readiness, and its metrics. */
+export interface PostgresPool {
   /** True while the database answers and its schema is in place. */
   ready(): boolean;
   /** One statement; 503 while the schema is not ready or the database is unreachable. */
@@ -40,12 +41,18 @@ export interface PostgresStores {
   close(): Promise<void>;
 }
 
-/** The SQL text of a timestamptz as RFC 3339 in UTC, fraction digits only where they are not zero. */
-export const rfc3339 = (column: string) =>
+/**
+ * The SQL expression that writes the timestamptz `column` as the API's wire timestamps: RFC 3339 in
+ * UTC, fraction digits only where they are not zero.
+ */
+export const sqlTimestamp = (column: string) =>
   `regexp_replace(to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), '\\.?0+Z$', 'Z')`;
 
 /** Opens the pool for `config`; migrates (or checks) the schema unless the database is down. */
-export async function openPostgres(config: PostgresConfig, deps: BackendDeps): Promise<PostgresStores> {
+export async function openPostgres(
+  config: PostgresConfig,
+  deps: { readonly logger: Logger; readonly metrics: Metrics },
+): Promise<PostgresPool> {
   const log = deps.logger.child({ component: 'postgres' });
   const pool = new pg.Pool({
     connectionString: config.url,

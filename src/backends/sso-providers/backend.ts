@@ -1,6 +1,7 @@
 /** The SSO providers backend: the providers, their SAML data and the roles they may provision. */
-import type { RequestContext } from '../../http/context.js';
-import type { RelayedResponse } from '../relayed.js';
+import type { UpstreamAnswer } from '../../upstream/answer.js';
+import type { Closable } from '../backend-type.js';
+import type { BackendCall } from '../call.js';
 
 /** `{"time": ..., "valid": ...}` as the API writes a nullable time. */
 export interface NullTime {
@@ -54,29 +55,26 @@ export interface SsoProviderUpdate {
   changed: string[];
 }
 
-export interface SsoProvidersBackend {
+export interface SsoProvidersBackend extends Closable {
   /** The provider whose `sso_provider_id.int32` is `ssoProviderId`, or undefined. */
-  get(ssoProviderId: number, signal: AbortSignal): Promise<SsoProvider | undefined>;
+  get(ssoProviderId: number, call: BackendCall): Promise<SsoProvider | undefined>;
   /**
    * Whether the provider exists, asked before the form is read (404 first). Absent: `get` decides.
    * A backend that cannot tell in advance (an upstream) answers true and lets `update` answer.
    */
-  exists?(ssoProviderId: number, signal: AbortSignal): Promise<boolean>;
+  exists?(ssoProviderId: number, call: BackendCall): Promise<boolean>;
   /** True when `roleId` names a role `default_role_id` may take. */
-  roleExists(roleId: number, signal: AbortSignal): Promise<boolean>;
+  roleExists(roleId: number, call: BackendCall): Promise<boolean>;
   /**
    * Applies `patch` atomically (one commit point); undefined when the provider no longer exists.
-   * A patch that changes nothing writes nothing. Concurrent updates never lose one another.
+   * A patch that changes nothing writes nothing. Concurrent updates never lose one another. An
+   * upstream forwards the request's form and answers with its own response, relayed unchanged.
    */
   update(
     ssoProviderId: number,
     patch: SsoProviderPatch,
-    signal: AbortSignal,
-    request?: RequestContext,
-  ): Promise<SsoProviderUpdate | undefined | RelayedResponse>;
-  /** False while the backend cannot serve (an upstream or a database unreachable); absent: always ready. */
-  ready?(): boolean;
-  close(): Promise<void>;
+    call: BackendCall,
+  ): Promise<SsoProviderUpdate | undefined | UpstreamAnswer>;
 }
 
 /** A backend that answers updates itself (the local file, PostgreSQL): never a relayed answer. */
@@ -84,6 +82,6 @@ export interface SsoProvidersStore extends SsoProvidersBackend {
   update(
     ssoProviderId: number,
     patch: SsoProviderPatch,
-    signal: AbortSignal,
+    call: BackendCall,
   ): Promise<SsoProviderUpdate | undefined>;
 }

@@ -8,6 +8,8 @@ import { open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Metrics } from '../../observability/metrics.js';
+import { type BackendType, type LocalConfig, localBackendShape } from '../backend-type.js';
+import { FileLocks } from '../file-locks.js';
 import type { SsoProvider, SsoProviderPatch, SsoProviderUpdate, SsoProvidersStore } from './backend.js';
 import { changesOf } from './patch.js';
 
@@ -62,25 +64,27 @@ const storeSchema = z
 type Store = z.output<typeof storeSchema>;
 type StoredProvider = Store['providers'][number];
 
-/**
- * One update queue per file for the whole process, not per backend instance: after a SIGHUP reload
- * the old instance may still be finishing a write while the new one takes requests.
- */
-const queues = new Map<string, Promise<unknown>>();
-
 /** What identifies one version of the file on disk. */
 const versionOf = (s: { ino: number; size: number; mtimeMs: number }) => `${s.ino}:${s.size}:${s.mtimeMs}`;
 
+/** `{type: local, path: <file.json>}` for the SSO providers. */
+export const localSsoProviders: BackendType<LocalConfig, SsoProvidersStore> = {
+  config: localBackendShape,
+  open: (config, deps) => createLocalSsoProviders(config.path, deps),
+};
+
 /**
  * Opens the store in `file`. Throws, naming the file, when it cannot be read or its shape is wrong:
- * the gateway must not start on a store it would later rewrite wrongly.
+ * the gateway must not start on a store it would later rewrite wrongly. Updates of one file take
+ * turns through `fileLocks`, which outlives a configuration: after a SIGHUP reload the old instance
+ * may still be finishing a write while the new one takes requests.
  */
 export async function createLocalSsoProviders(
   file: string,
-  deps: { metrics: Metrics; now?: () => Date },
+  deps: { metrics: Metrics; fileLocks?: FileLocks; now?: () => Date },
 ): Promise<SsoProvidersStore> {
   const now = deps.now ?? (() => new Date());
-  const key = path.resolve(file);
+  const fileLocks = deps.fileLocks ?? new FileLocks();
   let loaded: { state: Store; version: string };
   try {
     loaded = await load(file);
@@ -97,17 +101,6 @@ export async function createLocalSsoProviders(
       { backend: 'local', operation: `sso_providers.${operation}` },
       (performance.now() - started) / 1000,
     );
-
-  /** Runs `fn` after every update of this file queued before it (a promise-chain mutex). */
-  function locked<T>(fn: () => Promise<T>): Promise<T> {
-    const run = (queues.get(key) ?? Promise.resolve()).then(fn);
-    const tail = run.catch(() => undefined);
-    queues.set(key, tail);
-    void tail.then(() => {
-      if (queues.get(key) === tail) queues.delete(key);
-    });
-    return run;
-  }
 
   async function apply(ssoProviderId: number, patch: SsoProviderPatch, signal: AbortSignal) {
     signal.throwIfAborted();
@@ -139,7 +132,7 @@ export async function createLocalSsoProviders(
   }
 
   return {
-    async get(ssoProviderId: number, signal: AbortSignal): Promise<SsoProvider | undefined> {
+    async get(ssoProviderId, { signal }): Promise<SsoProvider | undefined> {
       const started = performance.now();
       signal.throwIfAborted();
       const found = state.providers.find((p) => addressable(p, ssoProviderId));
@@ -152,17 +145,18 @@ export async function createLocalSsoProviders(
       return roles === undefined || roles.has(roleId);
     },
 
-    async update(ssoProviderId, patch, signal): Promise<SsoProviderUpdate | undefined> {
+    async update(ssoProviderId, patch, { signal }): Promise<SsoProviderUpdate | undefined> {
       const started = performance.now();
       try {
-        return await locked(() => apply(ssoProviderId, patch, signal));
+        return await fileLocks.run(file, () => apply(ssoProviderId, patch, signal));
       } finally {
         observe('update', started);
       }
     },
 
     async close(): Promise<void> {
-      await queues.get(key);
+      // Whatever this file's queue holds now has finished.
+      await fileLocks.run(file, async () => undefined);
     },
   };
 }

@@ -3,8 +3,9 @@
  * that locks the provider's rows (`SELECT … FOR UPDATE`), so concurrent PATCHes, from any process,
  * apply one after the other and never lose one another; `COMMIT` is the one commit point.
  */
-import type { BackendDeps } from '../index.js';
-import { type PostgresStores, type Query, rfc3339 } from '../postgres/index.js';
+import type { BackendType } from '../backend-type.js';
+import { type PostgresConfig, postgresBackendShape } from '../postgres/config.js';
+import { type PostgresPool, type Query, sqlTimestamp } from '../postgres/index.js';
 import type { SsoProvider, SsoProviderPatch, SsoProviderUpdate, SsoProvidersStore } from './backend.js';
 import { changesOf } from './patch.js';
 
@@ -37,7 +38,7 @@ interface Row {
  * its `deleted_at` is never valid. `metadata_xml` (up to a MiB) is read only by an update.
  */
 const select = (metadata: boolean) => `
-  SELECT s.id, ${rfc3339('s.created_at')} AS created_at, ${rfc3339('s.updated_at')} AS updated_at,
+  SELECT s.id, ${sqlTimestamp('s.created_at')} AS created_at, ${sqlTimestamp('s.updated_at')} AS updated_at,
          s.name, s.display_name, s.idp_issuer_uri, s.idp_sso_uri,${metadata ? ' s.metadata_xml,' : ''}
          s.principal_attribute_mappings, s.sp_issuer_uri, s.sp_sso_uri, s.sp_metadata_uri, s.sp_acs_uri,
          s.sso_provider_id, p.auto_provision_enabled AS enabled,
@@ -58,18 +59,21 @@ const UPDATE_SAML = `
      SET name = $2, display_name = $3, idp_issuer_uri = $4, idp_sso_uri = $5, metadata_xml = $6,
          updated_at = statement_timestamp()
    WHERE id = $1
-  RETURNING ${rfc3339('updated_at')} AS updated_at`;
+  RETURNING ${sqlTimestamp('updated_at')} AS updated_at`;
 
 const UPDATE_AUTO_PROVISION = `
   UPDATE sso_providers
      SET auto_provision_enabled = $2, auto_provision_default_role_id = $3, auto_provision_role_provision = $4
    WHERE id = $1`;
 
+/** `{type: postgres, url, …}` for the SSO providers. */
+export const postgresSsoProviders: BackendType<PostgresConfig, SsoProvidersStore> = {
+  config: postgresBackendShape,
+  open: async (config, deps) => createPostgresSsoProviders(await deps.database(config)),
+};
+
 /** The backend on `db`; nothing is read until a request comes. */
-export async function createPostgresSsoProviders(
-  db: PostgresStores,
-  _deps: BackendDeps,
-): Promise<SsoProvidersStore> {
+export function createPostgresSsoProviders(db: PostgresPool): SsoProvidersStore {
   const timed = async <T>(operation: string, work: () => Promise<T>): Promise<T> => {
     const started = performance.now();
     try {
@@ -80,20 +84,20 @@ export async function createPostgresSsoProviders(
   };
 
   return {
-    get: (ssoProviderId, signal) =>
+    get: (ssoProviderId, { signal }) =>
       timed('get', async () => {
         const [row] = await db.query<Row>(GET, [ssoProviderId], signal);
         return row && toWire(row);
       }),
 
-    roleExists: (roleId, signal) =>
+    roleExists: (roleId, { signal }) =>
       timed('role_exists', async () => {
         if (!Number.isInteger(roleId) || roleId < 1 || roleId > MAX_ID) return false;
         const [row] = await db.query<{ ok: boolean }>(ROLE_EXISTS, [roleId], signal);
         return row?.ok === true;
       }),
 
-    update: (ssoProviderId, patch, signal) =>
+    update: (ssoProviderId, patch, { signal }) =>
       timed('update', () => db.transaction(signal, (query) => apply(query, ssoProviderId, patch))),
 
     // The pool is shared and closed by its owner (backends/index.ts).

@@ -1,0 +1,16 @@
+/**
+ * What an operation hands its backend with every call, besides the domain inputs: the request's
+ * abort signal and, for a backend that forwards, the description of what to forward. A backend never
+ * sees the HTTP request itself.
+ */
+import type { ForwardedRequest } from '../upstream/forwarded.js';
+
+export interface BackendCall {
+  /**
+   * Fires when the request's deadline passes or its client goes away: work done for the call stops.
+   * It may be created on first access, so a backend that never waits need not ask for it.
+   */
+  readonly signal: AbortSignal;
+  /** What an upstream forwards of the request (method, raw target, body, …); built on first access. */
+  readonly request: ForwardedRequest;
+}

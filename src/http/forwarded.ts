@@ -1,0 +1,70 @@
+/**
+ * The one place a request becomes what a backend may know of it: the `BackendCall` an operation
+ * passes down (the deadline's signal and, on first use, the `ForwardedRequest` an upstream sends).
+ */
+import type { BackendCall } from '../backends/call.js';
+import type { ForwardedRequest } from '../upstream/forwarded.js';
+import type { RequestContext } from './context.js';
+import { deadlineOf } from './deadline.js';
+
+/** A trusted proxy's `X-Forwarded-Proto`: its first entry, when it names a scheme. */
+const PROTO = /^\s*(https?)\s*(?:,|$)/i;
+/** A trusted proxy's `X-Forwarded-Host`: its first entry, when it is a plain host[:port]. */
+const HOST = /^\s*([A-Za-z0-9.\-_:[\]]{1,255})\s*(?:,|$)/;
+
+/**
+ * What an upstream is told of `ctx`'s request, frozen. `X-Forwarded-For` is the client address as
+ * computed under `server.trusted_proxies`, alone: hops a trusted proxy did not vouch for are not
+ * passed on, and the service's own per-address limits see the client. `-Proto` and `-Host` come
+ * from the peer when it is a trusted proxy, else from what the gateway saw.
+ */
+export function forwardedRequest(ctx: RequestContext): ForwardedRequest {
+  const { req } = ctx;
+  const given = (name: string, form: RegExp) => {
+    const value = req.headers[name];
+    return ctx.peerTrusted && typeof value === 'string' ? form.exec(value)?.[1] : undefined;
+  };
+  const encrypted = (req.socket as { encrypted?: boolean }).encrypted === true;
+  const identity = ctx.identity;
+  const traceparent = req.headers.traceparent;
+  const credentials =
+    identity === undefined
+      ? undefined
+      : Object.freeze({
+          ...header(req.headers.authorization, 'authorization'),
+          ...header(req.headers.requestdate, 'requestdate'),
+          ...header(req.headers.signature, 'signature'),
+        });
+  return Object.freeze({
+    method: req.method ?? 'GET',
+    target: ctx.rawTarget,
+    contentType: req.headers['content-type'],
+    body: ctx.body,
+    requestId: ctx.id,
+    subject: identity?.subject,
+    principal: identity?.principal,
+    forwardedFor: ctx.client,
+    forwardedProto: given('x-forwarded-proto', PROTO)?.toLowerCase() ?? (encrypted ? 'https' : 'http'),
+    forwardedHost: given('x-forwarded-host', HOST) ?? req.headers.host,
+    traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+    credentials,
+    deadlineAt: ctx.deadline?.expiresAt,
+  });
+}
+
+function header(value: string | string[] | undefined, name: string): Record<string, string> {
+  return typeof value === 'string' ? { [name]: value } : {};
+}
+
+/** The call an operation hands its backend for `ctx`: the signal and the forwarded request, each made on first use. */
+export function backendCall(ctx: RequestContext): BackendCall {
+  let request: ForwardedRequest | undefined;
+  return {
+    get signal() {
+      return deadlineOf(ctx);
+    },
+    get request() {
+      return (request ??= forwardedRequest(ctx));
+    },
+  };
+}

@@ -1,0 +1,283 @@
+/**
+ * The pass-through's relay: a live request forwarded to the service with http-proxy-3 on a keep-alive
+ * agent, and the service's answer written to the live response. The request line is the URL's path
+ * prefix and the client's raw target, the hop-by-hop headers stay behind, the gateway's headers come
+ * from the request's `ForwardedRequest` and the service's endpoint (credentials, errors, readiness,
+ * all as on every other upstream path), and the deadline is a real deadline (`proxyTimeout` is only
+ * an idle timer).
+ */
+import { Agent as HttpAgent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { ProxyServer } from 'http-proxy-3';
+import { errors } from '../errors.js';
+import { relayableStatus, upstreamRequestId } from '../upstream/answer.js';
+import type { UpstreamConfig } from '../upstream/config.js';
+import { createEndpoint, type UpstreamDeps } from '../upstream/endpoint.js';
+import type { ForwardedRequest } from '../upstream/forwarded.js';
+import type { RequestContext } from './context.js';
+import { pipe } from './respond.js';
+
+/** Forwards a request and relays its answer. */
+export interface ProxyRelay {
+  /** Resolves once the answer is relayed; rejects with a catalogue error when the upstream fails. */
+  forward(ctx: RequestContext, request: ForwardedRequest, signal: AbortSignal): Promise<void>;
+  ready(): boolean;
+  close(): Promise<void>;
+}
+
+/** Headers that describe one connection only (RFC 9110 §7.6.1), never forwarded. */
+const HOP_BY_HOP = [
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+];
+/** Headers the gateway sets itself: a client's own values never go out. */
+const GATEWAY_SET = [
+  'authorization',
+  'requestdate',
+  'signature',
+  'x-gateway-subject',
+  'prefer',
+  'content-length',
+  'x-request-id',
+  'traceparent',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+];
+/** Forwarding headers a client may not set unless it is a trusted proxy. */
+const UNTRUSTED = ['forwarded', 'x-real-ip', 'x-client-ip', 'true-client-ip'];
+/** Headers some frameworks route by: never forwarded. */
+const REROUTING = [
+  'x-original-url',
+  'x-rewrite-url',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+];
+
+const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
+
+/** What the agent is told of each outgoing request before any byte of it is written. */
+const OUTGOING = Symbol('outgoing request line and dropped headers');
+interface Outgoing {
+  /** The request line's target: the URL's path prefix and the client's raw target. */
+  readonly path: string;
+  /** Incoming headers that must not go out (the proxy copies the rest). */
+  readonly dropped: readonly string[];
+}
+
+/** One forwarded request, as the proxy's events see it. */
+interface InFlight {
+  outgoing?: ClientRequest;
+  /** Writes the upstream's answer to the client. */
+  answered(proxyRes: IncomingMessage, res: ServerResponse): void;
+  /** The outgoing request has a socket: bound its connect by `connect_timeout`. */
+  connecting(socket: Socket): void;
+}
+
+/** The relay to the service at `config.url`, labelled `passthrough`. */
+export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): ProxyRelay {
+  const endpoint = createEndpoint(config, 'passthrough', deps);
+  const agent = outgoingAgent(endpoint.url.protocol === 'https:', {
+    keepAlive: true,
+    maxSockets: config.connections,
+  });
+  // The answer is written here (`selfHandleResponse`): hop-by-hop headers stay behind, and the
+  // client's own `Connection: close` is honoured by Node.
+  const proxy = new ProxyServer({ target: config.url, agent, changeOrigin: true, selfHandleResponse: true });
+  const inFlight = new WeakMap<IncomingMessage, InFlight>();
+
+  // Without an `error` listener an upstream failure would crash the process; each call has its own callback.
+  proxy.on('error', () => undefined);
+  proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage, _res, _options, socket: Socket) => {
+    const state = inFlight.get(req);
+    if (state === undefined) return;
+    state.outgoing = proxyReq;
+    state.connecting(socket);
+  });
+  proxy.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse) => {
+    const state = inFlight.get(req);
+    if (state === undefined) {
+      proxyRes.destroy();
+      return;
+    }
+    state.answered(proxyRes, res);
+  });
+
+  return {
+    async forward(ctx, request, signal) {
+      const { req, res } = ctx;
+      const body = ctx.body;
+      const path = endpoint.prefix + request.target;
+      const headers = await endpoint.headers(request, path, body);
+      if (body !== undefined && (body.size > 0 || !BODYLESS.has(request.method))) {
+        headers['content-length'] = String(body.size);
+      }
+      signal.throwIfAborted();
+      const started = performance.now();
+      await new Promise<void>((resolve, reject) => {
+        let settled = false;
+        let connectTimer: NodeJS.Timeout | undefined;
+        const fail = (err: unknown) => {
+          clearTimeout(waiting);
+          clearTimeout(connectTimer);
+          state.outgoing?.destroy();
+          if (settled) return;
+          settled = true;
+          reject(endpoint.failed(err, signal, started));
+        };
+        const onAbort = () => fail(signal.reason);
+        // `headers_timeout` bounds the wait for the answer's headers; `body_timeout` each pause after.
+        const waiting = setTimeout(
+          () => fail(errors.upstreamTimeout('headers_timeout')),
+          config.headers_timeout,
+        );
+        const state: InFlight = {
+          connecting(socket) {
+            if (!socket.connecting) return;
+            connectTimer = setTimeout(
+              () => fail(Object.assign(new Error('connect timeout'), { code: 'ETIMEDOUT' })),
+              config.connect_timeout,
+            );
+            socket.once('connect', () => clearTimeout(connectTimer));
+          },
+          answered(proxyRes, out) {
+            clearTimeout(waiting);
+            const status = proxyRes.statusCode ?? 0;
+            // A status outside 100-599, or a 101 nobody asked for (Upgrade never goes out), is garbage.
+            if (!relayableStatus(status)) {
+              proxyRes.destroy();
+              fail(errors.upstreamBadAnswer('status'));
+              return;
+            }
+            endpoint.answered(started);
+            const id = upstreamRequestId(proxyRes.headers);
+            if (id !== undefined) ctx.log.upstream_request_id = id;
+            try {
+              out.writeHead(status, answerHeaders(proxyRes, id));
+            } catch (err) {
+              // A header value Node will not write (a control character): the answer is unusable.
+              proxyRes.destroy();
+              fail(errors.upstreamBadAnswer('protocol', err));
+              return;
+            }
+            settled = true;
+            proxyRes.setTimeout(config.body_timeout, () =>
+              proxyRes.destroy(Object.assign(new Error('body timeout'), { code: 'UND_ERR_BODY_TIMEOUT' })),
+            );
+            pipe(proxyRes, out).then(resolve, (err: unknown) => {
+              // Cut mid-body: the client's connection is cut too (a truncated answer never looks complete).
+              out.destroy();
+              reject(proxyRes.complete || signal.aborted ? err : endpoint.failed(err, signal));
+            });
+          },
+        };
+        inFlight.set(req, state);
+        signal.addEventListener('abort', onAbort, { once: true });
+        res.once('close', () => signal.removeEventListener('abort', onAbort));
+        const outgoing: Outgoing = { path, dropped: droppedHeaders(req, ctx.peerTrusted, headers) };
+        proxy.web(
+          req,
+          res,
+          {
+            headers,
+            // The base of the outgoing request's options: the agent reads it (below).
+            ssl: { [OUTGOING]: outgoing },
+            ...(body === undefined ? {} : { buffer: body.stream() }),
+          },
+          (err: Error) => {
+            if (signal.aborted) return;
+            fail(err);
+          },
+        );
+      });
+    },
+    ready: () => endpoint.ready(),
+    async close() {
+      endpoint.close();
+      proxy.close();
+      agent.destroy();
+    },
+  };
+}
+
+/**
+ * A keep-alive agent that sets each outgoing request's line and headers before any byte of it is
+ * written. http-proxy-3 builds the outgoing path through a URL parser (`{x}` becomes `%7Bx%7D`, a
+ * bare `?` is dropped) and copies every incoming header; the agent receives each request
+ * synchronously from its constructor, so what it sets here is what goes out, whether or not a
+ * pooled connection is free.
+ */
+function outgoingAgent(https: boolean, options: { keepAlive: boolean; maxSockets: number }): HttpAgent {
+  const agent = https ? new HttpsAgent(options) : new HttpAgent(options);
+  const addRequest = (agent as unknown as AddRequest).addRequest;
+  (agent as unknown as AddRequest).addRequest = function (req, requestOptions) {
+    const outgoing = requestOptions[OUTGOING] as Outgoing | undefined;
+    if (outgoing !== undefined) {
+      req.path = outgoing.path;
+      for (const name of outgoing.dropped) req.removeHeader(name);
+    }
+    return addRequest.call(this, req, requestOptions);
+  };
+  return agent;
+}
+
+interface AddRequest {
+  addRequest(req: ClientRequest, options: Record<string | symbol, unknown>): void;
+}
+
+/**
+ * The incoming headers that must not go out: hop-by-hop ones, those named in `Connection`,
+ * rerouting ones, the ones the gateway sets itself when it sets no value of its own (`ours` replace
+ * the client's), and, unless the peer is a trusted proxy, every other forwarding header.
+ */
+function droppedHeaders(req: IncomingMessage, peerTrusted: boolean, ours: Record<string, string>): string[] {
+  const dropped = [...HOP_BY_HOP, ...REROUTING, ...listedIn(req.headers.connection)];
+  for (const name of GATEWAY_SET) if (!(name in ours)) dropped.push(name);
+  if (!peerTrusted) {
+    for (const name of Object.keys(req.headers)) {
+      if (name in ours) continue;
+      if (name.startsWith('x-forwarded-') || UNTRUSTED.includes(name)) dropped.push(name);
+    }
+  }
+  return dropped;
+}
+
+/**
+ * The headers of the upstream's answer that go to the client: all but the hop-by-hop ones, those
+ * named in its `Connection`, and its `RequestID` (ours stays; its own comes back as
+ * `X-Upstream-RequestID`) and `Preference-Applied` (ours stays).
+ */
+function answerHeaders(proxyRes: IncomingMessage, id: string | undefined): Record<string, string | string[]> {
+  const dropped = new Set([
+    ...HOP_BY_HOP,
+    ...listedIn(proxyRes.headers.connection),
+    'requestid',
+    'preference-applied',
+  ]);
+  const out: Record<string, string | string[]> = {};
+  const raw = proxyRes.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (dropped.has(name.toLowerCase())) continue;
+    const value = raw[i + 1] as string;
+    const seen = out[name];
+    out[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+  }
+  if (id !== undefined) out['X-Upstream-RequestID'] = id;
+  return out;
+}
+
+function listedIn(connection: string | string[] | undefined): string[] {
+  return typeof connection === 'string' ? connection.split(',').map((h) => h.trim().toLowerCase()) : [];
+}

@@ -1,0 +1,163 @@
+/**
+ * One upstream service as every path to it sees it (the undici client of the backends and the
+ * pass-through's proxy alike): the headers the gateway adds to what it forwards, its own
+ * credentials, how a failure becomes a catalogue error (502/504), how it is counted, and the one
+ * readiness rule (a failure to connect marks it unreachable, any answer reachable again).
+ */
+import { AssertionError } from 'node:assert';
+import { performance } from 'node:perf_hooks';
+import { errors as undici } from 'undici';
+import { errors, GatewayError } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { formatRequestDate } from '../signing/request-date.js';
+import { RequestKeys } from '../signing/request-keys.js';
+import type { UpstreamConfig } from './config.js';
+import type { ForwardedRequest, OutgoingBody } from './forwarded.js';
+import { probeReachability } from './probe.js';
+
+export interface UpstreamDeps {
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+}
+
+export interface UpstreamEndpoint {
+  /** The label of its metrics and log lines (`collectors`, …, `passthrough`). */
+  readonly name: string;
+  readonly url: URL;
+  /** The URL's path, put before every target (`http://svc/bh` sends `/bh/api/v2/…`). */
+  readonly prefix: string;
+  /**
+   * The headers the gateway sets on a request to this upstream for `request`: forwarding, request
+   * id, subject, `Prefer` with the seconds left, `traceparent`, and the credentials of its `auth`,
+   * signed over exactly `method`, `target` (prefixed) and `body` as they go out.
+   */
+  headers(
+    request: ForwardedRequest,
+    target: string,
+    body: OutgoingBody | undefined,
+  ): Promise<Record<string, string>>;
+  /** Records an answer's arrival (`started`: `performance.now()` when the request went out). */
+  answered(started: number): void;
+  /**
+   * The catalogue error for a failure of a request under `signal`, counted by kind: the signal's
+   * own reason when it fired (the client's deadline, or the client gone), else 502 or 504. A failure
+   * to reach the upstream marks it not ready.
+   */
+  failed(err: unknown, signal: AbortSignal, started?: number): unknown;
+  /** False after the last contact (a probe or a request) with the upstream failed. */
+  ready(): boolean;
+  close(): void;
+}
+
+/** The endpoint for `config`; `name` labels its metrics and log lines. */
+export function createEndpoint(config: UpstreamConfig, name: string, deps: UpstreamDeps): UpstreamEndpoint {
+  const url = new URL(config.url);
+  const prefix = url.pathname.replace(/\/+$/, '');
+  const reachability = probeReachability(url, config.connect_timeout, name, deps.logger);
+  const keys = new RequestKeys();
+  const { metrics } = deps;
+  const observe = (started: number) =>
+    metrics.upstreamDuration.observe({ backend: name }, (performance.now() - started) / 1000);
+
+  return {
+    name,
+    url,
+    prefix,
+    async headers(request, target, body) {
+      return {
+        ...forwardingHeaders(request),
+        ...(await authHeaders(config.auth, request, target, body, keys)),
+      };
+    },
+    answered(started) {
+      observe(started);
+      reachability.mark(true);
+    },
+    failed(err, signal, started) {
+      if (started !== undefined) observe(started);
+      if (signal.aborted) {
+        metrics.upstreamErrors.inc({ backend: name, kind: 'aborted' });
+        return signal.reason ?? err;
+      }
+      const kind = err instanceof GatewayError ? (err.reason ?? 'other') : kindOf(err);
+      metrics.upstreamErrors.inc({ backend: name, kind });
+      if (kind === 'connect' || kind === 'dns' || kind === 'connect_timeout') reachability.mark(false, kind);
+      if (err instanceof GatewayError) return err;
+      if (kind === 'headers_timeout' || kind === 'body_timeout') return errors.upstreamTimeout(kind);
+      return kind === 'protocol' || kind === 'too_large' || kind === 'status'
+        ? errors.upstreamBadAnswer(kind, err)
+        : errors.upstreamUnavailable(kind);
+    },
+    ready: () => reachability.ready(),
+    close: () => reachability.close(),
+  };
+}
+
+/** The headers that say who the client is and how long the upstream may take. */
+function forwardingHeaders(request: ForwardedRequest): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (request.forwardedFor !== undefined) headers['x-forwarded-for'] = request.forwardedFor;
+  if (request.forwardedProto !== undefined) headers['x-forwarded-proto'] = request.forwardedProto;
+  if (request.forwardedHost !== undefined) headers['x-forwarded-host'] = request.forwardedHost;
+  if (request.requestId !== undefined) headers['x-request-id'] = request.requestId;
+  if (request.subject !== undefined) headers['x-gateway-subject'] = request.subject;
+  if (request.traceparent !== undefined) headers.traceparent = request.traceparent;
+  if (request.deadlineAt !== undefined) {
+    const seconds = Math.max(1, Math.ceil((request.deadlineAt - performance.now()) / 1000));
+    headers.prefer = `wait=${seconds}`;
+  }
+  return headers;
+}
+
+/**
+ * The authentication headers under `auth`: re-signed over exactly the method, target and body that
+ * go out (`signature`), a static token (`bearer`), or the client's own headers (`client`; absent
+ * ones stay absent).
+ */
+async function authHeaders(
+  auth: UpstreamConfig['auth'],
+  request: ForwardedRequest,
+  target: string,
+  body: OutgoingBody | undefined,
+  keys: RequestKeys,
+): Promise<Record<string, string>> {
+  if (auth.type === 'bearer') return { authorization: `Bearer ${auth.token}` };
+  if (auth.type === 'client') return { ...request.credentials };
+  const date = formatRequestDate(Date.now());
+  // Repeated requests (the same method and target within the hour) reuse their signing key.
+  const digest = keys.open(auth.token_id, auth.token_key, request.method, target, date);
+  if (Buffer.isBuffer(body)) {
+    digest.update(body);
+  } else if (body !== undefined) {
+    for await (const chunk of body.stream()) digest.update(chunk as Buffer);
+  }
+  return {
+    authorization: `${auth.scheme} ${auth.token_id}`,
+    requestdate: date,
+    signature: digest.digest().toString('base64'),
+  };
+}
+
+/**
+ * A low-cardinality kind for an upstream failure (the `kind` label of
+ * `gateway_upstream_errors_total`), from undici's errors and Node's socket and parser errors alike.
+ */
+export function kindOf(err: unknown): string {
+  // undici asserts on a status below 100 or an unrequested 101: a malformed answer.
+  if (err instanceof AssertionError) return 'protocol';
+  if (err instanceof undici.ConnectTimeoutError) return 'connect_timeout';
+  if (err instanceof undici.HeadersTimeoutError) return 'headers_timeout';
+  if (err instanceof undici.BodyTimeoutError) return 'body_timeout';
+  if (err instanceof undici.ResponseExceededMaxSizeError) return 'too_large';
+  if (err instanceof undici.HTTPParserError || err instanceof undici.ResponseContentLengthMismatchError)
+    return 'protocol';
+  if (err instanceof undici.SocketError) return 'reset';
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && code.startsWith('HPE_')) return 'protocol';
+  if (code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'connect';
+  if (code === 'ETIMEDOUT') return 'connect_timeout';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns';
+  if (code === 'ECONNRESET' || code === 'EPIPE') return 'reset';
+  return 'other';
+}
