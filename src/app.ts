@@ -23,6 +23,7 @@ import { createCollectorChecksum } from './operations/collector-checksum.js';
 import { createPassthroughOperation } from './operations/passthrough.js';
 import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
 import { createPipeline, type Stage } from './pipeline.js';
+import { openTokens, type Tokens } from './tokens/index.js';
 
 export interface App {
   readonly logger: Logger;
@@ -57,6 +58,7 @@ export interface AppOptions {
 interface Runtime {
   readonly config: Config;
   readonly backends: Backends;
+  readonly tokens: Tokens;
   /** Backends reachable and key sources loaded. */
   ready(): boolean;
   /** Each readiness check by name (`keys`, each backend), for /readyz. */
@@ -66,13 +68,20 @@ interface Runtime {
   readonly stages: ReadonlyArray<readonly [string, Stage]>;
 }
 
-async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): Promise<Runtime> {
+async function buildRuntime(
+  config: Config,
+  logger: Logger,
+  metrics: Metrics,
+  previous?: Runtime,
+): Promise<Runtime> {
   const tmpDir = config.server.tmp_dir ?? tmpdir();
   await access(tmpDir, constants.W_OK).catch((err: Error) => {
     throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
   });
   const backends = await createBackends(config, { metrics, logger });
+  const tokens = openTokens(config.auth.signature, { logger, metrics }, previous?.tokens);
   const authenticate = createAuthenticate({
+    tokens: tokens.registry,
     logger,
     auth: config.auth,
     server: config.server,
@@ -98,12 +107,13 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
   return {
     config,
     backends,
+    tokens,
     stages,
-    ready: () => authenticate.ready() && backends.ready(),
-    checks: () => ({ keys: authenticate.ready(), ...backends.checks() }),
+    ready: () => authenticate.ready() && backends.ready() && tokens.ready(),
+    checks: () => ({ keys: authenticate.ready(), ...backends.checks(), ...tokens.checks() }),
     async close() {
       authenticate.close();
-      await backends.close();
+      await Promise.all([backends.close(), tokens.close()]);
     },
   };
 }
@@ -162,7 +172,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     },
     async reload(next) {
       const old = runtime;
-      const built = await buildRuntime(next, logger, metrics);
+      const built = await buildRuntime(next, logger, metrics, old);
       // The new configuration takes over once its key sources and backends are ready (a JWKS
       // fetched, an upstream probed), so a reload does not flip /readyz; bounded, it never hangs.
       await readyWithin(built, RELOAD_READY_WAIT);

@@ -4,7 +4,7 @@
  * whose signature has not been verified. Checks run in the contract's order (§3), so a request with
  * several faults always gets the same answer.
  */
-import type { Config, TokenConfig } from '../config/schema.js';
+import type { Config } from '../config/schema.js';
 import { errors, GatewayError } from '../errors.js';
 import { type BodyOptions, checkDeclaredLength, type HeldBody, readBody } from '../http/body.js';
 import type { IncomingMessage } from 'node:http';
@@ -15,6 +15,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Identity } from './identity.js';
 import { createJwtVerifier } from './jwt.js';
+import { createTokenRegistry, type TokenRegistry } from './tokens.js';
 import {
   checkClockSkew,
   parseRequestDate,
@@ -35,14 +36,11 @@ export interface AuthenticateDeps {
   now?: () => number;
   /** Where the JWKS key manager reports its fetches (none when absent). */
   logger?: Logger;
+  /** The signed-request tokens (default: the YAML list alone); the caller closes it. */
+  tokens?: TokenRegistry;
 }
 
 type Scheme = 'signature' | 'bearer' | 'none';
-
-interface KnownToken {
-  readonly key: Buffer;
-  readonly identity: Identity;
-}
 
 /** The authenticate stage for one configuration; writes `ctx.identity` and `ctx.body`. */
 /** The authenticate stage, with the readiness of its key sources and a way to stop their timers. */
@@ -59,8 +57,10 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const { server, metrics } = deps;
   const signatureScheme = deps.auth.signature.scheme.toLowerCase();
   const maxSkew = deps.auth.signature.max_clock_skew;
-  const tokens = new Map(deps.auth.signature.tokens.map((t) => [t.id.toLowerCase(), known(t)]));
+  const tokens = deps.tokens ?? createTokenRegistry({ tokens: deps.auth.signature.tokens });
   const requestKeys = new RequestKeys();
+  // A revoked, rotated or removed token's cached signing keys go with it.
+  tokens.onDrop((id) => requestKeys.forget(id));
   const jwt = createJwtVerifier(deps.auth.jwt, {
     now,
     metrics,
@@ -112,19 +112,22 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     if (header === undefined) return refuse(ctx, 'signature', 'no_signature', errors.noSignature());
     const given = check(ctx, 'malformed_signature', () => parseSignature(header));
     const token = tokens.get(canonicalId);
-    if (token === undefined) return refuse(ctx, 'signature', 'unknown_token', errors.unknownToken());
+    if (!token.ok) return refuse(ctx, 'signature', token.reason, errors.unknownToken(token.reason));
     check(ctx, 'clock_skew', () => checkClockSkew(clientTime, now(), maxSkew, requestDateOffset(date)));
 
-    const digest = requestKeys.open(canonicalId, token.key, ctx.req.method ?? '', ctx.rawTarget, date);
+    // During a rotation's overlap two keys verify: both are hashed and both compared.
+    const method = ctx.req.method ?? '';
+    const digests = token.keys.map((k) => requestKeys.open(k.cacheId, k.key, method, ctx.rawTarget, date));
     const body = await readBody(
       ctx.req,
-      bodyOptions(ctx, (chunk) => digest.update(chunk)),
+      bodyOptions(ctx, (chunk) => digests.forEach((d) => d.update(chunk))),
     );
-    if (!signaturesEqual(digest.digest(), given)) {
+    if (!digests.map((d) => signaturesEqual(d.digest(), given)).includes(true)) {
       await body.dispose();
       return refuse(ctx, 'signature', 'digest_mismatch', errors.digestMismatch());
     }
     accept(ctx, token.identity);
+    token.used();
     ctx.log.token_id = token.identity.tokenId;
     await hold(ctx, body);
   };
@@ -156,17 +159,6 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     return refuse(ctx, 'none', 'unknown_scheme', errors.authUnknownScheme(scheme));
   };
   return Object.assign(stage, { ready: () => jwt.ready(), close: () => jwt.close() });
-}
-
-/** A configured token, prepared once per configuration. */
-function known(token: TokenConfig): KnownToken {
-  const identity: Identity = Object.freeze({
-    scheme: 'signature',
-    subject: token.subject,
-    tokenId: token.id,
-    permissions: new Set<string>(token.permissions),
-  });
-  return { key: Buffer.from(token.key, 'utf8'), identity };
 }
 
 /**

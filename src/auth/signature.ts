@@ -90,6 +90,14 @@ export class RequestKeys {
       },
     };
   }
+
+  /** Drops every entry of `tokenId` (opened as `tokenId` or `tokenId:<anything>`): its key is gone. */
+  forget(tokenId: string): void {
+    const stale = [...this.#cache.keys()].filter(
+      (id) => id.startsWith(`${tokenId} `) || id.startsWith(`${tokenId}:`),
+    );
+    for (const id of stale) this.#cache.delete(id);
+  }
 }
 
 /**

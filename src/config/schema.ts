@@ -4,9 +4,10 @@
  */
 import { z } from 'zod';
 import { asNumber, bool, duration, int, leaf, size, str } from './leaves.js';
+import { tokenStoreSchema } from './token-store.js';
 
 /** The permissions an identity may hold; `*` grants all. */
-const PERMISSIONS = [
+export const PERMISSIONS = [
   'collectors:read',
   'sso_providers:write',
   'asset_group_tags:read',
@@ -146,6 +147,7 @@ const schema = z
             ).default('bhesignature'),
             max_clock_skew: duration().default(3_600_000),
             tokens: z.array(token).default([]),
+            token_store: tokenStoreSchema.optional(),
           })
           .prefault({}),
         jwt: z
