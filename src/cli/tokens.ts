@@ -227,9 +227,10 @@ function permissionList(value: string): string[] {
   return list;
 }
 
-/** A duration option in ms, at least `min`: `30s`, `10m`, `24h`, `90d`. */
+/** A duration option in ms, at least `min`: `30s`, `10m`, `24h`, or (here only) days, `90d`. */
 function duration(value: string, option: string, min: number): number {
-  const ms = parseDuration(value);
+  const days = /^(\d+(?:\.\d+)?)\s*d$/.exec(value.trim());
+  const ms = days ? Math.round(Number(days[1]) * 86_400_000) : parseDuration(value);
   if (ms === undefined || ms < min) {
     throw new UsageError(`${option} must be a duration such as 30s, 10m, 24h or 90d`);
   }

@@ -1,12 +1,12 @@
 /**
- * Durations and byte sizes as operators write them: `500ms`, `30s`, `10m`, `1h`, `90d` or plain seconds;
+ * Durations and byte sizes as operators write them: `500ms`, `30s`, `10m`, `1h` or plain seconds;
  * `512KiB`, `10MiB`, `1GiB`, `64kB` or plain bytes.
  */
 
-const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/;
-const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/;
+const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
-/** Milliseconds for a duration written as a number of seconds or `<n>(ms|s|m|h|d)`; undefined if malformed. */
+/** Milliseconds for a duration written as a number of seconds or `<n>(ms|s|m|h)`; undefined if malformed. */
 export function parseDuration(value: string | number): number | undefined {
   if (typeof value === 'number')
     return Number.isFinite(value) && value >= 0 ? Math.round(value * 1000) : undefined;
