@@ -223,6 +223,13 @@ if (await requirePostgres(t)) {
       t.equal(ready.body.checks.token_store, 'ok');
       t.equal(await status(gw, TOKENS.admin), 200, 'the YAML tokens still verify');
 
+      // A row deleted in the database is gone from every gateway too.
+      const third = await createToken(gw.configFile, 'third');
+      await until('the third token verifies', async () => (await status(gw, third)) === 200);
+      await sql(url, 'DELETE FROM gateway_tokens WHERE id = $1', [third.id]);
+      await until('the deleted token is refused', async () => (await status(gw, third)) === 401);
+      t.equal(gw.logs.filter((l) => l.token_id === third.id).at(-1)?.auth_failure, 'unknown_token');
+
       const revoked = await tokensCli(gw.configFile, 'rotate', reader.id);
       t.equal(revoked.code, 1, 'an edited row is not rotated either');
       t.match(revoked.stderr, `token ${reader.id} does not decrypt (tampered)`);
