@@ -25,6 +25,7 @@ import { createCollectorChecksum } from './operations/collector-checksum.js';
 import { createPassthroughOperation } from './operations/passthrough.js';
 import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
 import { createPipeline, type Stage } from './pipeline.js';
+import { openTokens, type Tokens } from './tokens/index.js';
 
 export interface App {
   readonly logger: Logger;
@@ -60,6 +61,7 @@ export interface AppOptions {
 /** What one configuration builds; replaced whole on reload. */
 interface Runtime {
   readonly config: Config;
+  readonly tokens: Tokens;
   /** Backends reachable and key sources loaded. */
   ready(): boolean;
   /** Each readiness check by name (`keys`, each backend), for /readyz. */
@@ -78,7 +80,7 @@ interface Instance {
   readonly fileLocks: FileLocks;
 }
 
-async function buildRuntime(config: Config, instance: Instance): Promise<Runtime> {
+async function buildRuntime(config: Config, instance: Instance, previous?: Runtime): Promise<Runtime> {
   const { logger, metrics } = instance;
   if (config.server.trust_proxy) {
     logger.warn(
@@ -90,7 +92,9 @@ async function buildRuntime(config: Config, instance: Instance): Promise<Runtime
     throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
   });
   const backends = await createBackends(config, instance);
+  const tokens = openTokens(config.auth.signature, { logger, metrics }, previous?.tokens);
   const authenticate = createAuthenticate({
+    tokens: tokens.registry,
     logger,
     auth: config.auth,
     server: config.server,
@@ -116,17 +120,19 @@ async function buildRuntime(config: Config, instance: Instance): Promise<Runtime
   const checks = () => ({
     keys: authenticate.ready(),
     ...backends.checks(),
+    ...tokens.checks(),
     ...(passthrough && { passthrough: passthrough.ready?.() ?? true }),
   });
   return {
     config,
     stages,
     addressing: createClientAddressing(config.server),
+    tokens,
     ready: () => Object.values(checks()).every(Boolean),
     checks,
     async close() {
       authenticate.close();
-      await Promise.allSettled([backends.close(), passthrough?.close?.()]);
+      await Promise.allSettled([backends.close(), tokens.close(), passthrough?.close?.()]);
     },
   };
 }
@@ -194,7 +200,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     },
     async reload(next) {
       const old = runtime;
-      const built = await buildRuntime(next, instance);
+      const built = await buildRuntime(next, instance, old);
       // The new configuration takes over once its key sources and backends are ready (a JWKS
       // fetched, an upstream probed), so a reload does not flip /readyz; bounded, it never hangs.
       await readyWithin(built, RELOAD_READY_WAIT);

@@ -2,12 +2,15 @@
 /**
  * The `gateway` command: `gateway --config FILE` starts the gateway, `gateway check-config FILE
  * [--resolve]` validates a configuration, `gateway sign ...` prints signed-request headers,
- * `gateway migrate` and `gateway import` prepare and fill the PostgreSQL store.
+ * `gateway migrate` and `gateway import` prepare and fill the PostgreSQL store, `gateway tokens ...`
+ * manages the token store.
  */
 import { parseArgs } from 'node:util';
 import { runImport } from './cli/import.js';
 import { runMigrate } from './cli/migrate.js';
 import { runSign } from './cli/sign.js';
+import { shadowedTokens } from './cli/tokens-check.js';
+import { runTokens } from './cli/tokens.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
 import { runGateway } from './main.js';
 
@@ -18,6 +21,8 @@ const USAGE = `usage:
   gateway migrate --postgres URL             apply the PostgreSQL schema migrations
   gateway import --postgres URL [--sso-providers FILE] [--asset-group-tags FILE]
                                              load the local JSON stores into PostgreSQL
+  gateway tokens create|rotate|list|revoke|import|reencrypt --config FILE [...]
+                                             manage the token store (gateway tokens --help)
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -30,6 +35,13 @@ async function main(argv: string[]): Promise<number> {
     });
   }
   if (command === 'check-config') return checkConfig(argv.slice(1));
+  if (command === 'tokens') {
+    return runTokens(argv.slice(1), {
+      stdout: (s) => process.stdout.write(s),
+      stderr: (s) => process.stderr.write(s),
+      env: process.env,
+    });
+  }
   if (command === 'migrate' || command === 'import') {
     const run = command === 'migrate' ? runMigrate : runImport;
     return run(argv.slice(1), {
@@ -60,7 +72,7 @@ async function main(argv: string[]): Promise<number> {
   process.exit(await runGateway(values.config));
 }
 
-function checkConfig(args: string[]): number {
+async function checkConfig(args: string[]): Promise<number> {
   let parsed: ReturnType<
     typeof parseArgs<{ args: string[]; allowPositionals: true; options: { resolve: { type: 'boolean' } } }>
   >;
@@ -75,12 +87,18 @@ function checkConfig(args: string[]): number {
     process.stderr.write(`gateway check-config: exactly one FILE is required\n${USAGE}`);
     return 2;
   }
+  let config;
   try {
-    loadConfigFile(file, { resolve: parsed.values.resolve === true });
+    config = loadConfigFile(file, { resolve: parsed.values.resolve === true });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`${file}: ${err.message}\n`);
     return 1;
+  }
+  // Resolved, the token store's URL can be read: say which YAML tokens it overrides.
+  if (parsed.values.resolve === true) {
+    for (const warning of await shadowedTokens(config))
+      process.stderr.write(`${file}: warning: ${warning}\n`);
   }
   process.stdout.write(`${file}: configuration is valid\n`);
   return 0;

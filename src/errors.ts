@@ -116,10 +116,9 @@ export const errors = {
   noSignature: () => new GatewayError(400, 'header:Signature', `${SIGNATURE_PREFIX}no signature header`),
   malformedSignature: (why: string) =>
     new GatewayError(400, 'header:Signature', `${SIGNATURE_PREFIX}malformed signature header: ${why}`),
-  unknownToken: () =>
-    new GatewayError(401, 'header:Authorization', `${SIGNATURE_PREFIX}resource not found`, {
-      reason: 'unknown_token',
-    }),
+  /** An unknown, revoked or expired token id: one answer for all three, the `reason` tells them apart. */
+  unknownToken: (reason = 'unknown_token') =>
+    new GatewayError(401, 'header:Authorization', `${SIGNATURE_PREFIX}resource not found`, { reason }),
   clockSkew: (direction: 'behind' | 'ahead', minutes: string, server: string, client: string) =>
     new GatewayError(
       401,

@@ -4,7 +4,7 @@
  * whose signature has not been verified. Checks run in the contract's order (§3), so a request with
  * several faults always gets the same answer.
  */
-import type { Config, TokenConfig } from '../config/schema.js';
+import type { Config } from '../config/schema.js';
 import { errors, GatewayError } from '../errors.js';
 import { type BodyOptions, checkDeclaredLength, type HeldBody, readBody } from '../http/body.js';
 import type { IncomingMessage } from 'node:http';
@@ -18,6 +18,7 @@ import { createJwtVerifier } from './jwt.js';
 import { RequestKeys } from '../signing/request-keys.js';
 import { parseRequestDate } from '../signing/request-date.js';
 import { canonicalTokenId } from '../signing/token-id.js';
+import { createTokenRegistry, type TokenRegistry } from './tokens.js';
 import { checkClockSkew, checkUtcOffset, parseSignature, signaturesEqual } from './signature.js';
 
 /** What the stage needs: its configuration slices, the metrics, where bodies spool, and a clock. */
@@ -30,14 +31,11 @@ export interface AuthenticateDeps {
   now?: () => number;
   /** Where the JWKS key manager reports its fetches (none when absent). */
   logger?: Logger;
+  /** The signed-request tokens (default: the YAML list alone); the caller closes it. */
+  tokens?: TokenRegistry;
 }
 
 type Scheme = 'signature' | 'bearer' | 'none';
-
-interface KnownToken {
-  readonly key: Buffer;
-  readonly identity: Identity;
-}
 
 /** The authenticate stage for one configuration; writes `ctx.identity` and `ctx.body`. */
 /** The authenticate stage, with the readiness of its key sources and a way to stop their timers. */
@@ -55,8 +53,10 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const signatureScheme = deps.auth.signature.scheme.toLowerCase();
   const maxSkew = deps.auth.signature.max_clock_skew;
   const maxOffset = deps.auth.signature.max_utc_offset;
-  const tokens = new Map(deps.auth.signature.tokens.map((t) => [t.id.toLowerCase(), known(t)]));
+  const tokens = deps.tokens ?? createTokenRegistry({ tokens: deps.auth.signature.tokens });
   const requestKeys = new RequestKeys();
+  // A revoked, rotated or removed token's cached signing keys go with it.
+  tokens.onDrop((id) => requestKeys.forget(id));
   const jwt = createJwtVerifier(deps.auth.jwt, {
     now,
     metrics,
@@ -108,22 +108,25 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     if (header === undefined) return refuse(ctx, 'signature', 'no_signature', errors.noSignature());
     const given = check(ctx, 'malformed_signature', () => parseSignature(header));
     const token = tokens.get(canonicalId);
-    if (token === undefined) return refuse(ctx, 'signature', 'unknown_token', errors.unknownToken());
+    if (!token.ok) return refuse(ctx, 'signature', token.reason, errors.unknownToken(token.reason));
     // The minutes and zone of RequestDate are not signed: a zone far from UTC would let a captured
     // request look current for hours (§3 "Replay bound").
     check(ctx, 'utc_offset', () => checkUtcOffset(clientTime, maxOffset));
     check(ctx, 'clock_skew', () => checkClockSkew(clientTime, now(), maxSkew));
 
-    const digest = requestKeys.open(canonicalId, token.key, ctx.req.method ?? '', ctx.rawTarget, date);
+    // During a rotation's overlap two keys verify: both are hashed and both compared.
+    const method = ctx.req.method ?? '';
+    const digests = token.keys.map((k) => requestKeys.open(k.cacheId, k.key, method, ctx.rawTarget, date));
     const body = await readBody(
       ctx.req,
-      bodyOptions(ctx, (chunk) => digest.update(chunk)),
+      bodyOptions(ctx, (chunk) => digests.forEach((d) => d.update(chunk))),
     );
-    if (!signaturesEqual(digest.digest(), given)) {
+    if (!digests.map((d) => signaturesEqual(d.digest(), given)).includes(true)) {
       await body.dispose();
       return refuse(ctx, 'signature', 'digest_mismatch', errors.digestMismatch());
     }
     accept(ctx, token.identity);
+    token.used();
     ctx.log.token_id = token.identity.tokenId;
     await hold(ctx, body);
   };
@@ -155,18 +158,6 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     return refuse(ctx, 'none', 'unknown_scheme', errors.authUnknownScheme(scheme));
   };
   return Object.assign(stage, { ready: () => jwt.ready(), close: () => jwt.close() });
-}
-
-/** A configured token, prepared once per configuration. */
-function known(token: TokenConfig): KnownToken {
-  const identity: Identity = Object.freeze({
-    scheme: 'signature',
-    subject: token.subject,
-    tokenId: token.id,
-    principal: `token:${token.id.toLowerCase()}`,
-    permissions: new Set<string>(token.permissions),
-  });
-  return { key: Buffer.from(token.key, 'utf8'), identity };
 }
 
 /**

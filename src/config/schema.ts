@@ -7,9 +7,10 @@ import { z } from 'zod';
 import { BACKEND_TYPES } from '../backends/table.js';
 import { passthroughShape } from '../upstream/config.js';
 import { asNumber, bool, documentUrl, duration, int, leaf, size, str, uuid } from './leaves.js';
+import { tokenStoreSchema } from './token-store.js';
 
 /** The permissions an identity may hold; `*` grants all. */
-const PERMISSIONS = [
+export const PERMISSIONS = [
   'collectors:read',
   'sso_providers:write',
   'asset_group_tags:read',
@@ -114,6 +115,7 @@ const schema = z
             // How far RequestDate's zone may be from UTC: its minutes and offset are not signed (§3).
             max_utc_offset: duration(24 * 3_600_000).default(14 * 3_600_000),
             tokens: z.array(token).default([]),
+            token_store: tokenStoreSchema.optional(),
           })
           .prefault({}),
         jwt: z

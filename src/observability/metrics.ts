@@ -12,6 +12,15 @@ export function createMetrics() {
   // The open PostgreSQL pools (issue 6), each adding its counts; read at scrape time, so a pool
   // closed by a reload simply stops counting.
   const storePools = new Set<() => StorePoolCounts>();
+  // The token registry of each configuration (issue 18): the newest one is the one serving.
+  const tokenSources = new Set<() => TokenCounts>();
+  const tokenStoreReloads = new client.Counter({
+    name: 'gateway_token_store_reloads_total',
+    help: 'Reads of the token store (everything, or the rows a notification named), by result (ok, error).',
+    labelNames: ['result'] as const,
+    registers,
+  });
+  for (const result of ['ok', 'error']) tokenStoreReloads.inc({ result }, 0);
   return {
     registry,
     requests: new client.Counter({
@@ -95,6 +104,27 @@ export function createMetrics() {
       registers,
     }),
     storePools,
+    tokenSources,
+    tokens: new client.Gauge({
+      name: 'gateway_tokens',
+      help: 'Signed-request tokens that verify now, by source (config: the YAML list, store: PostgreSQL).',
+      labelNames: ['source'] as const,
+      // Every worker holds the same tokens: taken once, never summed (the fewest, a lagging worker shows).
+      aggregator: 'min',
+      registers,
+      collect() {
+        const newest = [...tokenSources].at(-1);
+        const counts = newest?.() ?? { config: 0, store: 0 };
+        for (const [source, value] of Object.entries(counts)) this.set({ source }, value);
+      },
+    }),
+    tokenStoreReloads,
+    tokenStoreNotifyLag: new client.Histogram({
+      name: 'gateway_token_store_notify_lag_seconds',
+      help: 'From a change of a token row in the database to this process holding it (notified changes).',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
     storePoolConnections: new client.Gauge({
       name: 'gateway_store_pool_connections',
       help: 'PostgreSQL pool connections by state (idle, active), and requests waiting for one (waiting).',
@@ -119,6 +149,12 @@ export interface StorePoolCounts {
   idle: number;
   active: number;
   waiting: number;
+}
+
+/** What the token registry reports to `gateway_tokens`. */
+export interface TokenCounts {
+  config: number;
+  store: number;
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

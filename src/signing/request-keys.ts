@@ -52,9 +52,14 @@ export class RequestKeys {
     };
   }
 
-  /** Forgets every key of token `tokenId` (revoked or rotated). */
+  /**
+   * Forgets every key of token `tokenId` (revoked or rotated), also those opened under one of its
+   * key's cache ids (`<token id>:<n>`, one per key during a rotation's overlap).
+   */
   forget(tokenId: string): void {
-    const prefix = `${tokenId} `;
-    for (const id of this.#cache.keys()) if (id.startsWith(prefix)) this.#cache.delete(id);
+    const stale = [...this.#cache.keys()].filter(
+      (id) => id.startsWith(`${tokenId} `) || id.startsWith(`${tokenId}:`),
+    );
+    for (const id of stale) this.#cache.delete(id);
   }
 }

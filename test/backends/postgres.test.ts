@@ -124,7 +124,7 @@ if (await requirePostgres(t)) {
       const versions = await sql(url, 'SELECT version, name FROM gateway_schema_migrations ORDER BY version');
       t.same(
         versions.map((v) => v.version),
-        [1, 2],
+        [1, 2, 3],
       );
       await sql(
         url,
@@ -134,7 +134,7 @@ if (await requirePostgres(t)) {
       const db = await openPostgres(postgresConfig(url), d);
       t.teardown(() => db.close());
       t.ok(db.ready(), 'an older gateway keeps working on a newer schema');
-      t.equal(LATEST_VERSION, 2);
+      t.equal(LATEST_VERSION, 3);
     },
   );
 
@@ -148,7 +148,7 @@ if (await requirePostgres(t)) {
     await t.rejects(sso.get(1, never()), { status: 503, message: 'store unavailable' });
     t.match(
       d.lines.find((l) => l.msg === 'database unavailable'),
-      { err: /schema is at version 0, this gateway needs 2: run `gateway migrate/ },
+      { err: /schema is at version 0, this gateway needs 3: run `gateway migrate/ },
     );
     t.equal((await sql(url, "SELECT to_regclass('roles') AS r"))[0]?.r, null, 'nothing was created');
     t.equal((await runCli(runMigrate, ['--postgres', url])).code, 0);

@@ -6,6 +6,7 @@
  * upgrade. The tables live in the connection's `search_path` (the URL may set it).
  */
 import type { ClientBase } from 'pg';
+import { TOKENS_SQL } from '../../tokens/schema.js';
 
 export interface Migration {
   readonly version: number;
@@ -100,6 +101,11 @@ export const MIGRATIONS: readonly Migration[] = [
       -- The member look-up starts from the member: this index makes it an index scan.
       CREATE INDEX asset_group_tag_selector_members_member_idx
         ON asset_group_tag_selector_members (member_id, selector_id);`,
+  },
+  {
+    version: 3,
+    name: 'signed-request tokens, their keys sealed, changes notified',
+    sql: TOKENS_SQL,
   },
 ];
 
