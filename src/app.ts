@@ -9,7 +9,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import type { DestinationStream } from 'pino';
 import { createAuthenticate } from './auth/authenticate.js';
+import type { KeySourceInfo } from './auth/jwt.js';
+import { KeySources } from './auth/key-sources.js';
 import { type Backends, createBackends } from './backends/index.js';
+import { jwtWarnings } from './config/jwt-providers.js';
 import { valueAt } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { answerFramingErrors } from './http/framing.js';
@@ -59,14 +62,21 @@ interface Runtime {
   readonly backends: Backends;
   /** Backends reachable and key sources loaded. */
   ready(): boolean;
-  /** Each readiness check by name (`keys`, each backend), for /readyz. */
-  checks(): Record<string, boolean>;
+  /** Each readiness check by name (`keys`, each identity provider, each backend), for /readyz. */
+  checks(): Record<string, boolean | string>;
+  /** The identity providers' key sources. */
+  keySources(): KeySourceInfo[];
   /** Stops what this configuration runs (backends, key refreshes). */
   close(): Promise<void>;
   readonly stages: ReadonlyArray<readonly [string, Stage]>;
 }
 
-async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): Promise<Runtime> {
+async function buildRuntime(
+  config: Config,
+  logger: Logger,
+  metrics: Metrics,
+  keySources: KeySources,
+): Promise<Runtime> {
   const tmpDir = config.server.tmp_dir ?? tmpdir();
   await access(tmpDir, constants.W_OK).catch((err: Error) => {
     throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
@@ -74,6 +84,7 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
   const backends = await createBackends(config, { metrics, logger });
   const authenticate = createAuthenticate({
     logger,
+    keySources,
     auth: config.auth,
     server: config.server,
     metrics,
@@ -100,7 +111,8 @@ async function buildRuntime(config: Config, logger: Logger, metrics: Metrics): P
     backends,
     stages,
     ready: () => authenticate.ready() && backends.ready(),
-    checks: () => ({ keys: authenticate.ready(), ...backends.checks() }),
+    checks: () => ({ keys: authenticate.ready(), ...authenticate.checks(), ...backends.checks() }),
+    keySources: () => authenticate.sources(),
     async close() {
       authenticate.close();
       await backends.close();
@@ -113,7 +125,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const root = createLogger(config.logging.level, options.logDestination);
   const logger = options.worker === undefined ? root : root.child({ worker: options.worker });
   const metrics = createMetrics();
-  let runtime = await buildRuntime(config, logger, metrics);
+  // Identity providers' last good keys, kept across reloads (a reload with the source unchanged).
+  const keySources = new KeySources();
+  warn(logger, config);
+  let runtime = await buildRuntime(config, logger, metrics, keySources);
   let draining = false;
 
   const handler = createHandler({ logger, metrics, current: () => runtime, draining: () => draining });
@@ -162,11 +177,25 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     },
     async reload(next) {
       const old = runtime;
-      const built = await buildRuntime(next, logger, metrics);
+      const built = await buildRuntime(next, logger, metrics, keySources);
       // The new configuration takes over once its key sources and backends are ready (a JWKS
       // fetched, an upstream probed), so a reload does not flip /readyz; bounded, it never hangs.
+      // An unchanged key source starts from its last good keys; a new one that cannot load keys in
+      // time fails the reload, and the old configuration stays.
       await readyWithin(built, RELOAD_READY_WAIT);
+      const before = new Set(old.keySources().map((s) => s.id));
+      const missing = built.keySources().filter((s) => s.required && !s.loaded && !before.has(s.id));
+      if (missing.length > 0) {
+        await built.close();
+        keySources.retain(before);
+        dropKeyGauges(metrics, built, old);
+        const names = missing.map((s) => `${s.at} (${s.name})`).join(', ');
+        throw new Error(`${names}: no keys loaded within ${RELOAD_READY_WAIT / 1000} s`);
+      }
       runtime = built;
+      keySources.retain(built.keySources().map((s) => s.id));
+      dropKeyGauges(metrics, old, built);
+      warn(logger, next);
       logger.level = next.logging.level;
       const restartOnly = [
         'server.host',
@@ -202,6 +231,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       logger.info('stopped');
     },
   };
+}
+
+/** Removes the `gateway_jwks_keys` series of the providers of `gone` that `kept` does not have. */
+function dropKeyGauges(metrics: Metrics, gone: Runtime, kept: Runtime): void {
+  const names = new Set(kept.keySources().map((s) => s.name));
+  for (const s of gone.keySources()) if (!names.has(s.name)) metrics.jwksKeys.remove({ provider: s.name });
+}
+
+/** Logs what `check-config` warns about (each `key.path: reason`). */
+function warn(logger: Logger, config: Config): void {
+  for (const warning of jwtWarnings(config.auth.jwt)) logger.warn({ warning }, 'configuration warning');
 }
 
 /** How long a reload waits for the new configuration to be ready before it takes over anyway. */

@@ -2,12 +2,15 @@
 /**
  * The `gateway` command: `gateway --config FILE` starts the gateway, `gateway check-config FILE
  * [--resolve]` validates a configuration, `gateway sign ...` prints signed-request headers,
+ * `gateway verify ...` explains a signed request's signature,
  * `gateway migrate` and `gateway import` prepare and fill the PostgreSQL store.
  */
 import { parseArgs } from 'node:util';
 import { runImport } from './cli/import.js';
 import { runMigrate } from './cli/migrate.js';
 import { runSign } from './cli/sign.js';
+import { runVerify } from './cli/verify.js';
+import { jwtWarnings } from './config/jwt-providers.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
 import { runGateway } from './main.js';
 
@@ -15,6 +18,8 @@ const USAGE = `usage:
   gateway --config FILE                      start the gateway
   gateway check-config FILE [--resolve]      validate a configuration (exit 0 or 1)
   gateway sign --token-id ID --method M --uri PATH[?QUERY] [...]   print signed-request headers
+  gateway verify --token-id ID --method M --uri U --date D --signature S [--body FILE]
+                                             replay a captured request's signature step by step
   gateway migrate --postgres URL             apply the PostgreSQL schema migrations
   gateway import --postgres URL [--sso-providers FILE] [--asset-group-tags FILE]
                                              load the local JSON stores into PostgreSQL
@@ -22,8 +27,8 @@ const USAGE = `usage:
 
 async function main(argv: string[]): Promise<number> {
   const [command] = argv;
-  if (command === 'sign') {
-    return runSign(argv.slice(1), {
+  if (command === 'sign' || command === 'verify') {
+    return (command === 'sign' ? runSign : runVerify)(argv.slice(1), {
       stdout: (s) => process.stdout.write(s),
       stderr: (s) => process.stderr.write(s),
       env: process.env,
@@ -75,13 +80,15 @@ function checkConfig(args: string[]): number {
     process.stderr.write(`gateway check-config: exactly one FILE is required\n${USAGE}`);
     return 2;
   }
+  let warnings: string[];
   try {
-    loadConfigFile(file, { resolve: parsed.values.resolve === true });
+    warnings = jwtWarnings(loadConfigFile(file, { resolve: parsed.values.resolve === true }).auth.jwt);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`${file}: ${err.message}\n`);
     return 1;
   }
+  for (const warning of warnings) process.stderr.write(`${file}: warning: ${warning}\n`);
   process.stdout.write(`${file}: configuration is valid\n`);
   return 0;
 }

@@ -227,3 +227,21 @@ export function rfc3339(ms: number, offset = 0): string {
 export function signaturesEqual(expected: Buffer, given: Buffer): boolean {
   return expected.length === given.length && timingSafeEqual(expected, given);
 }
+
+/**
+ * The chain's three digests for one request, step by step (what `gateway verify` prints): HMAC1 over
+ * method + target, HMAC2 over the hour, HMAC3 (the signature) over the body.
+ */
+export function signatureSteps(
+  key: string | Buffer,
+  method: string,
+  target: string,
+  requestDate: string,
+  body: Buffer = Buffer.alloc(0),
+): [Buffer, Buffer, Buffer] {
+  const first = createHmac('sha256', key)
+    .update(method + target)
+    .digest();
+  const second = createHmac('sha256', first).update(requestDate.slice(0, DATE_PREFIX)).digest();
+  return [first, second, createHmac('sha256', second).update(body).digest()];
+}

@@ -3,6 +3,7 @@
  * and every error names the key's path (see `load.ts`).
  */
 import { z } from 'zod';
+import { checkJwtProviders } from './jwt-providers.js';
 import { asNumber, bool, duration, int, leaf, size, str } from './leaves.js';
 
 /** The permissions an identity may hold; `*` grants all. */
@@ -102,6 +103,65 @@ const storeBackend = z.discriminatedUnion('type', [localBackend, upstreamBackend
   error: `type ${BACKEND_TYPES}`,
 });
 
+/** A URL of keys or of a discovery document: a query is allowed (some providers need one). */
+const keysUrl = leaf(
+  z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).refine((u) => {
+    const url = new URL(u);
+    return !u.includes('#') && url.username === '' && url.password === '';
+  }, 'must not carry credentials or a fragment'),
+);
+const audience = z.union([str(1), z.array(str(1)).min(1)]);
+const algorithms = z
+  .array(
+    leaf(
+      z.enum(ASYMMETRIC_ALGORITHMS, {
+        error: 'must be an asymmetric JWS algorithm (RS*, PS*, ES*, EdDSA, Ed25519)',
+      }),
+    ),
+  )
+  .min(1);
+const maxTokenAge = duration(366 * 24 * 3_600_000, 1000);
+/** A claim's dotted path (`realm_access.roles`), or its keys as a list for names holding dots. */
+const claimPath = z.union(
+  [
+    leaf(z.string().regex(/^[^.]+(?:\.[^.]+)*$/, 'must be a claim name or a dotted path')),
+    z.array(str(1)).min(1).max(16),
+  ],
+  { error: 'must be a claim name, a dotted path (realm_access.roles) or a list of keys' },
+);
+/** An identity provider's role or scope names, each translated into the gateway's permissions. */
+const permissionMap = z.record(z.string().min(1), z.array(permission));
+const refreshInterval = duration(24 * 3_600_000, 1000);
+const cooldown = duration(3_600_000, 10);
+const fetchTimeout = duration(60_000, 10);
+const MAX_ISSUERS = 32;
+
+/** One identity provider of `auth.jwt.issuers`; unset keys default to their `auth.jwt` value. */
+const issuerEntry = z.strictObject({
+  name: leaf(
+    z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/,
+        'must be 1 to 64 letters, digits, ".", "_", ":" or "-" (a metric label)',
+      ),
+  ).optional(),
+  issuer: str(1),
+  jwks_url: keysUrl.optional(),
+  discovery: bool().optional(),
+  audience: audience.optional(),
+  required: bool().default(true),
+  algorithms: algorithms.optional(),
+  clock_tolerance: duration().optional(),
+  max_token_age: maxTokenAge.optional(),
+  permissions_claim: claimPath.optional(),
+  permission_map: permissionMap.optional(),
+  default_permissions: z.array(permission).optional(),
+  jwks_refresh_interval: refreshInterval.optional(),
+  jwks_cooldown: cooldown.optional(),
+  jwks_timeout: fetchTimeout.optional(),
+});
+
 const server = z.strictObject({
   host: str(1).default('127.0.0.1'),
   port: int(0, 65535).default(8080),
@@ -145,37 +205,31 @@ const schema = z
                 .refine((s) => s !== 'bearer', 'must not be "bearer", the JWT scheme'),
             ).default('bhesignature'),
             max_clock_skew: duration().default(3_600_000),
+            // A digest mismatch's 401 says what the gateway signed (method, target, hour, body hash).
+            explain_mismatch: bool().default(true),
             tokens: z.array(token).default([]),
           })
           .prefault({}),
         jwt: z
           .strictObject({
             hs256_secret: leaf(z.string().min(1).regex(BASE64, 'must be standard base64')).optional(),
-            jwks_url: leaf(
-              z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
-            ).optional(),
+            jwks_url: keysUrl.optional(),
+            issuer: str(1).optional(),
+            audience: audience.optional(),
             // The asymmetric algorithms JWKS tokens may use (HS256 is enabled by hs256_secret alone);
             // absent: whatever a key of the set can verify. `none` and HMAC can never be listed.
-            algorithms: z
-              .array(
-                leaf(
-                  z.enum(ASYMMETRIC_ALGORITHMS, {
-                    error: 'must be an asymmetric JWS algorithm (RS*, PS*, ES*, EdDSA, Ed25519)',
-                  }),
-                ),
-              )
-              .min(1)
-              .optional(),
-            issuer: str(1).optional(),
-            audience: z.union([str(1), z.array(str(1)).min(1)]).optional(),
-            clock_tolerance: duration().default(0),
-            max_token_age: duration(366 * 24 * 3_600_000, 1000).optional(),
-            permissions_claim: str(1).default('permissions'),
+            algorithms: algorithms.optional(),
+            clock_tolerance: duration().default(60_000),
+            max_token_age: maxTokenAge.optional(),
+            permissions_claim: claimPath.default('permissions'),
+            permission_map: permissionMap.optional(),
             default_permissions: z.array(permission).default([]),
-            jwks_refresh_interval: duration(24 * 3_600_000, 1000).default(300_000),
-            jwks_cooldown: duration(3_600_000, 10).default(30_000),
-            jwks_timeout: duration(60_000, 10).default(5_000),
+            jwks_refresh_interval: refreshInterval.default(300_000),
+            jwks_cooldown: cooldown.default(30_000),
+            jwks_timeout: fetchTimeout.default(5_000),
             token_cache_size: int(0, 1_000_000).default(10_000),
+            /** Several identity providers at once (contract §3), each picked by a token's `iss`. */
+            issuers: z.array(issuerEntry).max(MAX_ISSUERS).default([]),
           })
           .prefault({}),
       })
@@ -220,6 +274,9 @@ const schema = z
     passthrough: z.strictObject(upstreamFields).optional(),
   })
   .superRefine((c, ctx) => {
+    checkJwtProviders(c.auth.jwt, (path, message) =>
+      ctx.addIssue({ code: 'custom', path: ['auth', 'jwt', ...path], message }),
+    );
     const ids = new Map<string, number>();
     c.auth.signature.tokens.forEach((token, i) => {
       if (typeof token.id !== 'string') return;
@@ -259,3 +316,5 @@ export type UpstreamConfig = z.output<typeof upstreamBackend>;
 export type UpstreamAuthConfig = z.output<typeof upstreamAuth>;
 export type PostgresConfig = z.output<typeof postgresBackend>;
 export type TokenConfig = Config['auth']['signature']['tokens'][number];
+export type JwtConfig = Config['auth']['jwt'];
+export type IssuerConfig = JwtConfig['issuers'][number];

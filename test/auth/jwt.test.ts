@@ -18,6 +18,7 @@ const config = (over: Partial<JwtConfig> = {}): JwtConfig => ({
   jwks_cooldown: 30_000,
   jwks_timeout: 5_000,
   token_cache_size: 100,
+  issuers: [],
   ...over,
 });
 const verifier = (over: Partial<JwtConfig> = {}) => createJwtVerifier(config(over), { now: () => NOW });
