@@ -44,6 +44,21 @@ const failures = (gw: TestGateway, reason: string) =>
   metric(gw, 'gateway_auth_failures_total', { scheme: 'bearer', reason });
 const fetches = (gw: TestGateway, result: string) => metric(gw, 'gateway_jwks_fetches_total', { result });
 
+/** `error_description` of `WWW-Authenticate` by reason (contract §3). */
+const DESCRIPTION: Record<string, string> = {
+  jwks_unavailable: 'signing keys unavailable',
+  unknown_kid: 'unknown signing key',
+  ambiguous_key: 'unknown signing key',
+  bad_algorithm: 'algorithm not allowed',
+  bad_signature: 'signature invalid',
+  expired: 'token expired',
+  not_yet_valid: 'token not yet valid',
+  bad_issuer: 'wrong issuer',
+  bad_audience: 'wrong audience',
+  missing_exp: 'token has no expiry',
+  malformed: 'malformed token',
+};
+
 /** A refused bearer token: 401 in the envelope, counted under `reason`, which the log line names. */
 async function refused(t: Test, gw: TestGateway, token: string, reason: string) {
   const before = await failures(gw, reason);
@@ -55,6 +70,11 @@ async function refused(t: Test, gw: TestGateway, token: string, reason: string) 
     message: 'Token Authorization failed.',
   });
   t.equal(await failures(gw, reason), before + 1, `counted as ${reason}`);
+  t.equal(
+    res.headers['www-authenticate'],
+    `Bearer realm="api", error="invalid_token", error_description="${DESCRIPTION[reason]}"`,
+    'WWW-Authenticate says why',
+  );
   // The log line is written when the response closes: wait for it.
   await until(() => gw.logs.some((l) => l.request_id === res.headers.requestid));
   const line = gw.logs.find((l) => l.request_id === res.headers.requestid);
@@ -121,6 +141,31 @@ t.test('rotation: a new kid is accepted after one fetch; a removed one is refuse
   await refused(t, gw, old, 'unknown_kid');
   t.equal(await metric(gw, 'gateway_jwks_keys'), 2);
 });
+
+t.test(
+  'inside the cooldown a request waits when the next fetch comes before its Prefer deadline',
+  async (t) => {
+    const [one, two] = await Promise.all(['k1', 'k2'].map((kid, n) => testKey('ES256', kid, { n })));
+    const server = await idp(t, [one!]);
+    const gw = await gateway(t, server, { jwks_cooldown: '2s' });
+    await until(async () => (await ready(gw)) === 200);
+    await refused(t, gw, await one!.sign(READ, { kid: 'made-up' }), 'unknown_kid');
+    server.keys = [one!.jwk, two!.jwk];
+    const token = await two!.sign(READ);
+    let began = performance.now();
+    const hurried = await request(gw, {
+      method: 'GET',
+      target: MEMBER,
+      headers: { Authorization: `Bearer ${token}`, Prefer: 'wait=1' },
+    });
+    t.equal(hurried.status, 401, 'the next allowed fetch comes after a 1 s deadline');
+    t.ok(performance.now() - began < 900, 'refused at once, not at the deadline');
+    began = performance.now();
+    t.equal((await bearer(gw, token)).status, 200, 'with the default 30 s deadline it waits');
+    t.ok(performance.now() - began >= 500, 'for the cooldown to end');
+    t.equal(server.fetches, 3, 'start, the made-up kid, the new key');
+  },
+);
 
 t.test('a background refresh drops a withdrawn key, cached tokens included', async (t) => {
   const [one, two] = await Promise.all(['k1', 'k2'].map((kid, n) => testKey('RS256', kid, { n })));
