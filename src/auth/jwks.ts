@@ -160,7 +160,7 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
     for (;;) {
       const current = inflight;
       if (current !== undefined) {
-        await current.promise;
+        await within(current.promise, wait.signal);
         const found = lookUp(state.keys ?? [], alg, kid);
         if (found !== 'unknown' || current.startedAt >= arrived) return found;
         continue;
@@ -174,7 +174,7 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
       if (next >= (wait.deadline ?? Number.POSITIVE_INFINITY) || waiting >= MAX_WAITING) return 'unknown';
       waiting += 1;
       try {
-        await wake(next, wait.signal);
+        await within(wake(next), wait.signal);
       } finally {
         waiting -= 1;
       }
@@ -191,7 +191,8 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
     async resolve(alg, kid, wait = {}) {
       if (state.keys === undefined) {
         // Before the first load: the fetch under way, or a retry when the cooldown allows.
-        await (inflight?.promise ?? (now() - lastFetch >= cooldown ? fetchKeys('refresh') : undefined));
+        const first = inflight?.promise ?? (now() - lastFetch >= cooldown ? fetchKeys('refresh') : undefined);
+        if (first !== undefined) await within(first, wait.signal);
       }
       if (state.keys === undefined) throw errors.tokenFailed('jwks_unavailable');
       let found = lookUp(state.keys, alg, kid);
@@ -211,12 +212,12 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
 }
 
 /**
- * A shared timer for the requests waiting for one instant: `wait(at, signal)` resolves at `at` (the
- * manager's clock), when `stop` aborts, or rejects with the request's own signal's reason.
+ * A shared timer for the requests waiting for one instant: `wait(at)` resolves at `at` (the manager's
+ * clock) or when `stop` aborts.
  */
 function sleeper(now: () => number, stop: AbortSignal) {
   let pending: { at: number; promise: Promise<void> } | undefined;
-  return (at: number, signal: AbortSignal | undefined): Promise<void> => {
+  return (at: number): Promise<void> => {
     if (pending?.at !== at) {
       const entry = { at, promise: Promise.resolve() };
       entry.promise = new Promise<void>((resolve) => {
@@ -232,12 +233,16 @@ function sleeper(now: () => number, stop: AbortSignal) {
       });
       pending = entry;
     }
-    return signal === undefined ? pending.promise : abortable(pending.promise, signal);
+    return pending.promise;
   };
 }
 
-/** `promise`, or its rejection with `signal`'s reason when that comes first. */
-function abortable(promise: Promise<void>, signal: AbortSignal): Promise<void> {
+/**
+ * `promise`, or its rejection with `signal`'s reason when that comes first: a request whose deadline
+ * fires (504) or whose client goes away stops waiting; the shared fetch goes on for the others.
+ */
+function within(promise: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return promise;
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
     const abort = () => reject(signal.reason);

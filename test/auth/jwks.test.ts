@@ -1,4 +1,7 @@
 import { createPublicKey, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { SignJWT } from 'jose';
 import t, { type Test } from 'tap';
 import { ASYMMETRIC_ALGORITHMS } from '../../src/auth/jwk-set.js';
@@ -166,6 +169,25 @@ t.test(
     t.equal(server.fetches, 3, 'start, the made-up kid, the new key');
   },
 );
+
+t.test('a deadline that fires while the request waits for keys is a 504, not a refusal', async (t) => {
+  const rsa = await testKey('RS256', 'rsa-1');
+  const server = await idp(t, [rsa]);
+  const gw = await gateway(t, server, { jwks_timeout: '10s' });
+  await until(async () => (await ready(gw)) === 200);
+  server.mode = 'hang';
+  const began = performance.now();
+  const res = await request(gw, {
+    method: 'GET',
+    target: MEMBER,
+    headers: { Authorization: `Bearer ${await rsa.sign(READ, { kid: 'rsa-2' })}`, Prefer: 'wait=1' },
+  });
+  t.same(errorOf(res), { status: 504, context: 'request', message: 'request timed out' });
+  t.ok(performance.now() - began < 5_000, 'at the deadline, not at the end of the fetch');
+  t.equal(await failures(gw, 'unknown_kid'), 0, 'no refusal counted');
+  server.mode = 'ok';
+  server.release();
+});
 
 t.test('a background refresh drops a withdrawn key, cached tokens included', async (t) => {
   const [one, two] = await Promise.all(['k1', 'k2'].map((kid, n) => testKey('RS256', kid, { n })));
@@ -505,6 +527,52 @@ t.test('the key manager on its own', async (t) => {
       log?: Record<string, string>;
     };
     t.same(err.log, { kid: `evil?${'k'.repeat(59)}` });
+  });
+
+  t.test('discovery: the document must name the issuer and a usable jwks_uri', async (t) => {
+    const keysServer = await idp(t, [ec]);
+    let doc = '';
+    const discovery = createServer((_req, res) => res.writeHead(200).end(doc));
+    discovery.listen(0, '127.0.0.1');
+    await once(discovery, 'listening');
+    t.teardown(() => new Promise<void>((resolve) => discovery.close(() => resolve())));
+    const url = `http://127.0.0.1:${(discovery.address() as AddressInfo).port}/.well-known/openid-configuration`;
+    const issuer = 'https://issuer.test';
+    const cases: Array<[string, string]> = [
+      ['not json', 'discovery document: not JSON'],
+      ['[1]', 'discovery document: its issuer is not the configured one'],
+      [
+        JSON.stringify({ issuer: `${issuer}/`, jwks_uri: keysServer.url }),
+        'discovery document: its issuer is not the configured one',
+      ],
+      [JSON.stringify({ issuer }), 'discovery document: no usable jwks_uri'],
+      [JSON.stringify({ issuer, jwks_uri: 'not a url' }), 'discovery document: no usable jwks_uri'],
+      [JSON.stringify({ issuer, jwks_uri: 'ftp://idp/keys' }), 'discovery document: no usable jwks_uri'],
+      [JSON.stringify({ issuer, jwks_uri: `${keysServer.url}#x` }), 'discovery document: no usable jwks_uri'],
+      [
+        JSON.stringify({ issuer, jwks_uri: keysServer.url.replace('http://', 'http://u:p@') }),
+        'discovery document: no usable jwks_uri',
+      ],
+    ];
+    for (const [body, reason] of cases) {
+      doc = body;
+      const before = lines.length;
+      const { keys, count } = manager(keysServer, { source: { discoveryUrl: url, issuer } });
+      await until(async () => (await count('invalid')) === 1);
+      t.match(
+        lines.slice(before).find((l) => l.msg === 'jwks fetch failed'),
+        { reason, provider: 'test' },
+        reason,
+      );
+      t.equal(keys.status(), `not ready: ${reason}`);
+      keys.close();
+    }
+    t.equal(keysServer.fetches, 0, 'no key set fetched from a document that does not qualify');
+    doc = JSON.stringify({ issuer, jwks_uri: `${keysServer.url}?tenant=a` });
+    const { keys } = manager(keysServer, { source: { discoveryUrl: url, issuer } });
+    await until(() => keys.ready());
+    t.equal(keys.status(), true);
+    t.equal(keysServer.fetches, 1, 'a jwks_uri with a query is fine');
   });
 
   t.test('before the first load, a lookup waits for the fetch, bounded by the timeout', async (t) => {
