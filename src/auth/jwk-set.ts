@@ -5,7 +5,7 @@
  * is left out here, not refused later per request.
  */
 import { calculateJwkThumbprint, importJWK, type JWK } from 'jose';
-import { ASYMMETRIC_ALGORITHMS as ALGORITHMS } from '../config/schema.js';
+import { ASYMMETRIC_ALGORITHMS as ALGORITHMS } from '../config/jwt-schema.js';
 
 /** A key ready to verify with: what jose's `jwtVerify` accepts. */
 export type VerifyKey = Awaited<ReturnType<typeof importJWK>>;

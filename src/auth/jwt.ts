@@ -9,11 +9,9 @@ import { createSecretKey, type KeyObject } from 'node:crypto';
 import {
   decodeJwt,
   decodeProtectedHeader,
-  errors as jose,
   type JWSHeaderParameters,
   type JWTPayload,
   type JWTVerifyGetKey,
-  type JWTVerifyOptions,
   jwtVerify,
 } from 'jose';
 import { jwtClaims, type JwtProvider, jwtProviders } from '../config/jwt-providers.js';
@@ -21,29 +19,12 @@ import type { JwtConfig } from '../config/schema.js';
 import { errors, GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import { type PermissionsReader, permissionsReader } from './claims.js';
 import type { Identity } from './identity.js';
 import { ASYMMETRIC_ALGORITHMS } from './jwk-set.js';
 import { createJwksKeys, type JwksKeys } from './jwks.js';
+import { type Checker, checker, expiryOf, reasonOf } from './jwt-checks.js';
 import type { KeySources } from './key-sources.js';
 import { createTokenCache } from './token-cache.js';
-
-/** Reason codes of a refused token (`reason` of `gateway_auth_failures_total`). */
-export type JwtFailure =
-  | 'malformed'
-  | 'bad_algorithm'
-  | 'bad_signature'
-  | 'expired'
-  | 'too_old'
-  | 'not_yet_valid'
-  | 'missing_exp'
-  | 'missing_iat'
-  | 'bad_issuer'
-  | 'bad_audience'
-  | 'no_key'
-  | 'unknown_kid'
-  | 'ambiguous_key'
-  | 'jwks_unavailable';
 
 /** How long a request may wait for keys: its deadline (`performance.now()` ms) and signal. */
 export interface TokenWait {
@@ -82,14 +63,6 @@ export interface JwtVerifierOptions {
   logger?: Logger;
   /** Key source states kept across reloads (the app's); new ones when absent. */
   keySources?: KeySources;
-}
-
-/** One way a token is checked: the jose options, the time bounds and how permissions are read. */
-interface Checker {
-  readonly checks: JWTVerifyOptions;
-  readonly tolerance: number;
-  readonly maxAge: number | undefined;
-  readonly permissions: PermissionsReader;
 }
 
 interface Provider extends Checker {
@@ -244,32 +217,6 @@ export function createJwtVerifier(config: JwtConfig, options: JwtVerifierOptions
   };
 }
 
-/** The checks of one way to verify (seconds, as jose counts them). */
-function checker(
-  algorithms: readonly string[],
-  clockTolerance: number,
-  maxTokenAge: number | undefined,
-  claims: Parameters<typeof permissionsReader>[0],
-  expected: { issuer: string | undefined; audience: string | readonly string[] | undefined },
-): Checker {
-  const tolerance = clockTolerance / 1000;
-  const maxAge = maxTokenAge === undefined ? undefined : maxTokenAge / 1000;
-  return {
-    // jose refuses any other `alg` (`none` included) before a key is even looked up.
-    checks: {
-      algorithms: [...algorithms],
-      requiredClaims: ['exp'],
-      clockTolerance: tolerance,
-      ...(maxAge === undefined ? {} : { maxTokenAge: maxAge }),
-      ...(expected.issuer === undefined ? {} : { issuer: expected.issuer }),
-      ...(expected.audience === undefined ? {} : { audience: expected.audience as string | string[] }),
-    },
-    tolerance,
-    maxAge,
-    permissions: permissionsReader(claims),
-  };
-}
-
 /** An identity provider's checks and key manager; its key source's state comes from `keySources`. */
 function provider(config: JwtProvider, options: JwtVerifierOptions, now: () => number): Provider {
   const algorithms = config.algorithms ?? ASYMMETRIC_ALGORITHMS;
@@ -288,30 +235,4 @@ function provider(config: JwtProvider, options: JwtVerifierOptions, now: () => n
   });
   const c = checker(algorithms, config.clockTolerance, config.maxTokenAge, config.claims, config);
   return { ...c, config, id, keys };
-}
-
-/**
- * When a verified token stops passing jose's time checks (ms): `exp` plus the tolerance, or its
- * maximum age if sooner. `exp` is a number here: jose has checked it.
- */
-function expiryOf(payload: JWTPayload, tolerance: number, maxAge: number | undefined): number {
-  const byExp = ((payload.exp as number) + tolerance) * 1000;
-  if (maxAge === undefined || typeof payload.iat !== 'number') return byExp;
-  return Math.min(byExp, (payload.iat + maxAge + tolerance) * 1000);
-}
-
-/** jose's error, translated where it enters into a reason code. */
-function reasonOf(err: unknown): JwtFailure {
-  if (err instanceof jose.JWTExpired) return err.claim === 'iat' ? 'too_old' : 'expired';
-  if (err instanceof jose.JOSEAlgNotAllowed || err instanceof jose.JOSENotSupported) return 'bad_algorithm';
-  if (err instanceof jose.JWSSignatureVerificationFailed) return 'bad_signature';
-  if (err instanceof jose.JWTClaimValidationFailed) {
-    if (err.claim === 'exp') return err.reason === 'missing' ? 'missing_exp' : 'malformed';
-    if (err.claim === 'iat' && err.reason === 'missing') return 'missing_iat';
-    if (err.claim === 'nbf' || err.claim === 'iat')
-      return err.reason === 'check_failed' ? 'not_yet_valid' : 'malformed';
-    if (err.claim === 'iss') return 'bad_issuer';
-    if (err.claim === 'aud') return 'bad_audience';
-  }
-  return 'malformed';
 }
