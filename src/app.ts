@@ -15,6 +15,7 @@ import { type Backends, createBackends } from './backends/index.js';
 import { jwtWarnings } from './config/jwt-providers.js';
 import { valueAt } from './config/load.js';
 import type { Config } from './config/schema.js';
+import { createClientAddressing, type ClientAddressing } from './http/client-address.js';
 import { answerFramingErrors } from './http/framing.js';
 import { createHandler } from './http/handler.js';
 import { listenOn } from './http/listen.js';
@@ -41,9 +42,11 @@ export interface App {
   reload(config: Config): Promise<void>;
   /**
    * Drains: readiness goes false, no new connections, in-flight requests finish within
-   * `server.shutdown_grace`, then remaining connections are cut and the backends closed.
+   * `server.shutdown_grace`, then remaining connections are cut and the backends closed. With
+   * `fault` (after an uncaught exception) new requests on open connections are refused with 503
+   * instead of served: the process is in an unknown state.
    */
-  close(): Promise<void>;
+  close(options?: { fault?: boolean }): Promise<void>;
 }
 
 export interface AppOptions {
@@ -69,6 +72,8 @@ interface Runtime {
   /** Stops what this configuration runs (backends, key refreshes). */
   close(): Promise<void>;
   readonly stages: ReadonlyArray<readonly [string, Stage]>;
+  /** How each request's client address is found (`server.trusted_proxies`). */
+  readonly addressing: ClientAddressing;
 }
 
 async function buildRuntime(
@@ -77,6 +82,11 @@ async function buildRuntime(
   metrics: Metrics,
   keySources: KeySources,
 ): Promise<Runtime> {
+  if (config.server.trust_proxy) {
+    logger.warn(
+      'server.trust_proxy: true trusts every X-Forwarded-For hop, so any client can choose its address: list your proxies in server.trusted_proxies instead',
+    );
+  }
   const tmpDir = config.server.tmp_dir ?? tmpdir();
   await access(tmpDir, constants.W_OK).catch((err: Error) => {
     throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
@@ -110,6 +120,7 @@ async function buildRuntime(
     config,
     backends,
     stages,
+    addressing: createClientAddressing(config.server),
     ready: () => authenticate.ready() && backends.ready(),
     checks: () => ({ keys: authenticate.ready(), ...authenticate.checks(), ...backends.checks() }),
     keySources: () => authenticate.sources(),
@@ -130,8 +141,16 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   warn(logger, config);
   let runtime = await buildRuntime(config, logger, metrics, keySources);
   let draining = false;
+  let faulted = false;
+  let closing: Promise<void> = Promise.resolve();
 
-  const handler = createHandler({ logger, metrics, current: () => runtime, draining: () => draining });
+  const handler = createHandler({
+    logger,
+    metrics,
+    current: () => runtime,
+    draining: () => draining,
+    faulted: () => faulted,
+  });
   const server = createServer(
     {
       maxHeaderSize: config.server.max_header_size,
@@ -210,27 +229,34 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       logger.info('configuration reloaded');
       await old.close();
     },
-    async close() {
+    async close(options = {}) {
+      if (options.fault) faulted = true;
+      if (draining) return closing;
       draining = true;
-      const grace = runtime.config.server.shutdown_grace;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Keep-alive connections become idle as their requests finish: close them as they do.
-      const sweep = setInterval(() => server.closeIdleConnections(), 50);
-      const cut = setTimeout(() => server.closeAllConnections(), grace);
-      server.closeIdleConnections();
-      await closed;
-      clearInterval(sweep);
-      clearTimeout(cut);
-      // Connections are gone; let the requests' own clean-up (temporary files, log lines) finish.
-      await Promise.race([handler.settled(), delay(SETTLE_AFTER_CLOSE)]);
-      if (admin) {
-        await new Promise<void>((resolve) => admin.close(() => resolve()));
-        admin.closeAllConnections();
-      }
-      await runtime.close();
-      logger.info('stopped');
+      closing = drain();
+      return closing;
     },
   };
+
+  async function drain(): Promise<void> {
+    const grace = runtime.config.server.shutdown_grace;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // Keep-alive connections become idle as their requests finish: close them as they do.
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    const cut = setTimeout(() => server.closeAllConnections(), grace);
+    server.closeIdleConnections();
+    await closed;
+    clearInterval(sweep);
+    clearTimeout(cut);
+    // Connections are gone; let the requests' own clean-up (temporary files, log lines) finish.
+    await Promise.race([handler.settled(), delay(SETTLE_AFTER_CLOSE)]);
+    if (admin) {
+      await new Promise<void>((resolve) => admin.close(() => resolve()));
+      admin.closeAllConnections();
+    }
+    await runtime.close();
+    logger.info('stopped');
+  }
 }
 
 /** Removes the `gateway_jwks_keys` series of the providers of `gone` that `kept` does not have. */

@@ -72,6 +72,12 @@ function shown(value: string): string {
 export const errors = {
   // routing and request framing
   badTarget: (why: string) => new GatewayError(400, 'path', `invalid request target: ${why}`),
+  /** Not an error of the client's: the path it sent is answered with its cleaned form (an empty body). */
+  movedPermanently: (location: string) =>
+    new GatewayError(301, 'path', 'moved permanently', {
+      headers: { Location: location },
+      reason: 'cleaned',
+    }),
   notFound: (context = 'path') => new GatewayError(404, context, 'resource not found'),
   methodNotAllowed: (allow: string) =>
     new GatewayError(405, 'method', 'method not allowed', { headers: { Allow: allow } }),
@@ -87,6 +93,8 @@ export const errors = {
     new GatewayError(413, 'body', `request body is larger than the limit of ${limit} bytes`),
   bodyAborted: () => new GatewayError(400, 'body', 'request body was not received completely'),
   internal: () => new GatewayError(500, 'server', 'an internal error occurred'),
+  /** After an uncaught exception the process stops: a new request is refused, to be sent again. */
+  faulted: () => new GatewayError(503, 'server', 'the gateway is restarting; send the request again'),
   // a database store that cannot be reached or did not answer (the postgres backend)
   storeUnavailable: (cause?: unknown) => new GatewayError(503, 'store', 'store unavailable', { cause }),
 
@@ -108,8 +116,8 @@ export const errors = {
     new GatewayError(502, 'upstream', 'upstream service unavailable', { reason: kind }),
   upstreamTimeout: (kind: string) =>
     new GatewayError(504, 'upstream', 'upstream service timed out', { reason: kind }),
-  upstreamBadAnswer: (why: string) =>
-    new GatewayError(502, 'upstream', 'upstream service sent an invalid answer', { reason: why }),
+  upstreamBadAnswer: (why: string, cause?: unknown) =>
+    new GatewayError(502, 'upstream', 'upstream service sent an invalid answer', { reason: why, cause }),
 
   // authentication (literal messages of the reference service)
   notAuthenticated: () => new GatewayError(401, 'header:Authorization', 'not authenticated'),
@@ -149,6 +157,13 @@ export const errors = {
       'header:RequestDate',
       `${SIGNATURE_PREFIX}signature too far ${direction} by ${minutes} minutes. Server time is ${server}. Client time is ${client}`,
       { reason: 'clock_skew' },
+    ),
+  utcOffset: () =>
+    new GatewayError(
+      401,
+      'header:RequestDate',
+      `${SIGNATURE_PREFIX}request date offset exceeds max_utc_offset`,
+      { reason: 'utc_offset' },
     ),
   /** `signed`: what the gateway signed (`signed: <METHOD> <target> | hour … | body …`), a second error. */
   digestMismatch: (signed?: string) =>

@@ -26,9 +26,6 @@ export async function runGateway(file: string): Promise<number> {
   const { logger } = app;
   if (cluster.isWorker)
     answerPrimary({ metrics: () => app.metrics.registry.getMetricsAsJSON(), ready: app.ready });
-  process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception'));
-  process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
-
   let reloading = Promise.resolve();
   process.on('SIGHUP', () => {
     reloading = reloading.then(async () => {
@@ -43,12 +40,16 @@ export async function runGateway(file: string): Promise<number> {
 
   return new Promise((resolve) => {
     let stopping = false;
-    const stop = (signal: string) => {
+    let code = 0;
+    const stop = (signal: string, fault = false) => {
+      if (fault) code = 1;
+      // A fault while draining still refuses the requests that arrive from then on.
+      const closed = app.close({ fault });
       if (stopping) return;
       stopping = true;
-      logger.info({ signal }, 'draining');
-      app.close().then(
-        () => flushLogs(logger).then(() => resolve(0)),
+      if (!fault) logger.info({ signal }, 'draining');
+      closed.then(
+        () => flushLogs(logger).then(() => resolve(code)),
         (err) => {
           logger.error({ err }, 'shutdown failed');
           void flushLogs(logger).then(() => resolve(1));
@@ -58,5 +59,15 @@ export async function runGateway(file: string): Promise<number> {
     // `on`, not `once`: a second signal while draining must not fall back to Node's default (kill).
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
+    // After an uncaught exception the process is in an unknown state (a file update or a
+    // transaction half done): it stops taking work, lets what is in flight finish, and exits 1.
+    process.on('uncaughtException', (err) => {
+      logger.fatal({ err }, 'uncaught exception; stopping');
+      stop('uncaughtException', true);
+    });
+    process.on('unhandledRejection', (err) => {
+      logger.fatal({ err }, 'unhandled rejection; stopping');
+      stop('unhandledRejection', true);
+    });
   });
 }

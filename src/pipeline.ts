@@ -27,12 +27,13 @@ export interface PipelineParts {
 export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [name: string, stage: Stage]> {
   const { prefer, authenticate, operations } = parts;
   return [
-    // 400 for a missing Host or a target that could name another path, 404 / 405, 417 for an odd Expect.
+    // 400 for a missing Host or an unsafe target, 301 for `//` or a dot segment, 404 / 405, 417 for an
+    // odd Expect.
     [
       'route',
       (ctx) => {
         try {
-          ctx.route = routeRequest(ctx.req, ctx.path, operations.passthrough !== undefined);
+          ctx.route = routeRequest(ctx.req, ctx.rawTarget, ctx.path, operations.passthrough !== undefined);
         } catch (err) {
           // Every response says which wait applied, a refusal before the Prefer stage too.
           appliedWaitOnRefusal(ctx, prefer);

@@ -1,67 +1,15 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import t, { type Test } from 'tap';
 import { stringify } from 'yaml';
 import { workerCount } from '../src/cluster/primary.js';
-import { baseConfig, call, copySampleData, merge, ROOT, signed } from './helpers/gateway.js';
+import { baseConfig, call, copySampleData, merge, signed } from './helpers/gateway.js';
+import { type GatewayProcess, type Line, spawnGateway } from './helpers/process.js';
 
-type Line = Record<string, unknown>;
-
-interface Proc {
-  child: ChildProcess;
-  lines: Line[];
-  stderr(): string;
-  exited: Promise<number | null>;
-  /** Resolves with the first line matching `pred`, once logged. */
-  waitFor(pred: (l: Line) => boolean): Promise<Line>;
-  /** Resolves once `n` lines match `pred`. */
-  waitForCount(pred: (l: Line) => boolean, n: number): Promise<void>;
-}
-
-/** `gateway --config FILE` as a user runs it; every stdout line is kept, parsed. */
-function spawnGateway(configFile: string): Proc {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), '--config', configFile], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: Line[] = [];
-  let stderr = '';
-  child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
-  const waiters: Array<() => void> = [];
-  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
-    lines.push(JSON.parse(l));
-    for (const w of waiters.splice(0)) w();
-  });
-  let gone = false;
-  const exited = new Promise<number | null>((resolve) =>
-    child.on('exit', (code) => {
-      gone = true;
-      for (const w of waiters.splice(0)) w();
-      resolve(code);
-    }),
-  );
-  const until = async <T>(check: () => T | undefined): Promise<T> => {
-    for (;;) {
-      const found = check();
-      if (found !== undefined) return found;
-      if (gone) throw new Error(`the gateway exited; stderr: ${stderr}`);
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-  };
-  return {
-    child,
-    lines,
-    stderr: () => stderr,
-    exited,
-    waitFor: (pred) => until(() => lines.find(pred)),
-    waitForCount: (pred, n) =>
-      until(() => (lines.filter(pred).length >= n ? true : undefined)).then(() => {}),
-  };
-}
+type Proc = GatewayProcess;
 
 /**
  * A stand-in for the upstream service: `workers` > 1 needs an sso_providers backend other than the

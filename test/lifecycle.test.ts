@@ -1,48 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import t from 'tap';
 import { stringify } from 'yaml';
-import { baseConfig, call, copySampleData, merge, ROOT, request, signed } from './helpers/gateway.js';
+import { baseConfig, call, copySampleData, merge, request, signed } from './helpers/gateway.js';
+import { startGatewayProcess } from './helpers/process.js';
 
-interface Proc {
-  child: ChildProcess;
-  lines: Array<Record<string, unknown>>;
-  port: number;
-  adminPort: number;
-  exited: Promise<number | null>;
-  waitFor(pred: (l: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
-}
-
-async function startProcess(configFile: string): Promise<Proc> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), '--config', configFile], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines: Array<Record<string, unknown>> = [];
-  const waiters: Array<() => void> = [];
-  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
-    lines.push(JSON.parse(l));
-    for (const w of waiters.splice(0)) w();
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const waitFor = async (pred: (l: Record<string, unknown>) => boolean) => {
-    for (;;) {
-      const found = lines.find(pred);
-      if (found) return found;
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-  };
-  const listening = await waitFor((l) => l.msg === 'listening');
-  return {
-    child,
-    lines,
-    exited,
-    waitFor,
-    port: listening.port as number,
-    adminPort: listening.admin_port as number,
-  };
-}
+const startProcess = (configFile: string) => startGatewayProcess(configFile);
 
 function writeConfig(dir: string, over: Record<string, unknown> = {}): string {
   const file = path.join(dir, 'gateway.yaml');

@@ -68,6 +68,7 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const { server, metrics } = deps;
   const signatureScheme = deps.auth.signature.scheme.toLowerCase();
   const maxSkew = deps.auth.signature.max_clock_skew;
+  const maxOffset = deps.auth.signature.max_utc_offset;
   const tokens = new Map(deps.auth.signature.tokens.map((t) => [t.id.toLowerCase(), known(t)]));
   const requestKeys = new RequestKeys();
   const explainMismatch = deps.auth.signature.explain_mismatch;
@@ -138,7 +139,13 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     const given = check(ctx, 'malformed_signature', () => parseSignature(header));
     const token = tokens.get(canonicalId);
     if (token === undefined) return refuse(ctx, 'signature', 'unknown_token', errors.unknownToken());
-    check(ctx, 'clock_skew', () => checkClockSkew(clientTime, now(), maxSkew, requestDateOffset(date)));
+    // The minutes and zone of RequestDate are not signed: a zone far from UTC would let a captured
+    // request look current for hours (§3 "Replay bound").
+    const offset = requestDateOffset(date);
+    if (Math.abs(offset) * 60_000 > maxOffset) {
+      return refuse(ctx, 'signature', 'utc_offset', errors.utcOffset());
+    }
+    check(ctx, 'clock_skew', () => checkClockSkew(clientTime, now(), maxSkew, offset));
 
     const digest = requestKeys.open(canonicalId, token.key, ctx.req.method ?? '', ctx.rawTarget, date);
     const body = await readBody(

@@ -42,7 +42,7 @@ export interface BackendDeps {
 /** The backends `config` names, the collectors one behind the checksum cache. Throws when one cannot start. */
 export async function createBackends(config: Config, deps: BackendDeps): Promise<Backends> {
   const { backends, checksum_cache: cache } = config;
-  const upstream = { ...deps, trustProxy: config.server.trust_proxy };
+  const upstream = deps;
   const opened: Array<{ ready?(): boolean; close(): Promise<void> }> = [];
   // One pool per database URL, shared by the backends that name it.
   const databases = new Map<string, Promise<PostgresStores>>();

@@ -62,9 +62,6 @@ export async function runPrimary(file: string, config: Config, count: number): P
     process.stderr.write(`gateway: ${(err as Error).message}\n`);
     return 1;
   }
-  process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception'));
-  process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
-
   return new Promise((resolve) => {
     const stop = (signal: NodeJS.Signals, failed: boolean) => {
       if (draining) return;
@@ -81,6 +78,15 @@ export async function runPrimary(file: string, config: Config, count: number): P
     // `on`, not `once`: a second signal while draining must not fall back to Node's default (kill).
     process.on('SIGTERM', () => stop('SIGTERM', false));
     process.on('SIGINT', () => stop('SIGINT', false));
+    // The primary in an unknown state stops its workers (each drains) and exits 1.
+    process.on('uncaughtException', (err) => {
+      logger.fatal({ err }, 'uncaught exception; stopping');
+      stop('SIGTERM', true);
+    });
+    process.on('unhandledRejection', (err) => {
+      logger.fatal({ err }, 'unhandled rejection; stopping');
+      stop('SIGTERM', true);
+    });
     process.on('SIGHUP', () => {
       if (draining) return;
       // Each worker reloads the file itself and logs why when it is invalid.

@@ -58,16 +58,35 @@ export const duration = (max = 24 * 3_600_000, min = 0) =>
   leaf(
     z.union([z.string(), z.number()]).transform((v, ctx) => {
       const ms = parseDuration(v);
-      if (ms === undefined || ms > max || ms < min) {
+      if (ms === undefined) {
         ctx.addIssue({
           code: 'custom',
-          message: `invalid duration ${JSON.stringify(v)} (e.g. 500ms, 30s, 10m, 1h)`,
+          message: `invalid duration ${JSON.stringify(v)} (write e.g. 500ms, 30s, 10m, 1h)`,
+        });
+        return z.NEVER;
+      }
+      if (ms > max || ms < min) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `duration ${JSON.stringify(v)} is out of range: must be from ${shownDuration(min)} to ${shownDuration(max)}`,
         });
         return z.NEVER;
       }
       return ms;
     }),
   );
+
+/** `ms` as an operator would write it: `0s`, `10ms`, `1s`, `5m`, `24h`. */
+function shownDuration(ms: number): string {
+  for (const [unit, size] of [
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const) {
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return ms === 0 ? '0s' : `${ms}ms`;
+}
 
 /** A size in bytes, written as plain bytes or `64KiB`, `10MiB`, `1GiB`, `64kB`. */
 export const size = (min = 1) =>

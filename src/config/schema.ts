@@ -2,6 +2,7 @@
  * The configuration's closed schema: every key, its type and its default. Unknown keys are refused,
  * and every error names the key's path (see `load.ts`).
  */
+import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
 import { checkJwtProviders } from './jwt-providers.js';
 import { jwtSchema } from './jwt-schema.js';
@@ -42,10 +43,15 @@ const upstreamAuth = z.discriminatedUnion(
   { error: 'type must be "signature", "bearer" or "client"' },
 );
 
+/** The URL `u`, or undefined when it does not parse (zod's own check has said why). */
+function parsedUrl(u: string): URL | undefined {
+  return URL.canParse(u) ? new URL(u) : undefined;
+}
+
 const httpUrl = leaf(
   z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).refine((u) => {
-    const url = new URL(u);
-    return url.search === '' && url.hash === '' && url.username === '' && url.password === '';
+    const url = parsedUrl(u);
+    return !url || (url.search === '' && url.hash === '' && url.username === '' && url.password === '');
   }, 'must not carry a query, a fragment or credentials'),
 );
 
@@ -80,6 +86,18 @@ const storeBackend = z.discriminatedUnion('type', [localBackend, upstreamBackend
   error: `type ${BACKEND_TYPES}`,
 });
 
+/** An address, a CIDR, or one of proxy-addr's names (`loopback`, `linklocal`, `uniquelocal`). */
+const trustedProxy = leaf(
+  z.string().refine((entry) => {
+    try {
+      proxyaddr.compile(entry);
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'must be an IP address, a CIDR (10.0.0.0/8) or loopback, linklocal, uniquelocal'),
+);
+
 const server = z.strictObject({
   host: str(1).default('127.0.0.1'),
   port: int(0, 65535).default(8080),
@@ -90,7 +108,9 @@ const server = z.strictObject({
     }),
     asNumber,
   ).default(1),
+  /** Deprecated: `true` trusts every X-Forwarded-For hop; list the proxies in trusted_proxies instead. */
   trust_proxy: bool().default(false),
+  trusted_proxies: z.array(trustedProxy).default([]),
   max_header_size: size(1024).default(16 * 1024),
   max_body_size: size().default(10 * 1024 * 1024),
   body_memory_threshold: size(0).default(64 * 1024),
@@ -123,6 +143,8 @@ const schema = z
                 .refine((s) => s !== 'bearer', 'must not be "bearer", the JWT scheme'),
             ).default('bhesignature'),
             max_clock_skew: duration().default(3_600_000),
+            // How far RequestDate's zone may be from UTC: its minutes and offset are not signed (§3).
+            max_utc_offset: duration(24 * 3_600_000).default(14 * 3_600_000),
             // A digest mismatch's 401 says what the gateway signed (method, target, hour, body hash).
             explain_mismatch: bool().default(true),
             tokens: z.array(token).default([]),
@@ -195,6 +217,13 @@ const schema = z
       api.host === admin.host
     ) {
       ctx.addIssue({ code: 'custom', path: ['admin', 'port'], message: 'must differ from server.port' });
+    }
+    if (c.server.trust_proxy === true && c.server.trusted_proxies.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['server', 'trust_proxy'],
+        message: 'must not be set with server.trusted_proxies (which lists the proxies to trust)',
+      });
     }
     if (c.server.workers !== 1 && c.backends.sso_providers.type === 'local') {
       ctx.addIssue({

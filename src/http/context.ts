@@ -19,6 +19,10 @@ export interface RequestContext {
   readonly rawTarget: string;
   /** The target's path, without the query. */
   readonly path: string;
+  /** The client's address, behind the trusted proxies (`server.trusted_proxies`). */
+  readonly client: string;
+  /** Whether the peer that connected is a trusted proxy (its forwarding headers may be read). */
+  readonly peerTrusted: boolean;
 
   /** Written by the route stage. */
   route?: Route;

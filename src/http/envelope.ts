@@ -35,10 +35,12 @@ export function writeError(res: ServerResponse, requestId: string, err: GatewayE
     res.destroy();
     return;
   }
-  // An upstream's own answer passes through as it came; every other error is our envelope.
-  const body = err instanceof UpstreamStatusError ? err.body : envelope(err, requestId);
+  // An upstream's own answer passes through as it came; a redirect has no body; every other error
+  // is our envelope.
+  const body =
+    err instanceof UpstreamStatusError ? err.body : err.status < 400 ? '' : envelope(err, requestId);
   const headers: Record<string, string | number> = {
-    'Content-Type': 'application/json; charset=utf-8',
+    ...(body === '' ? {} : { 'Content-Type': 'application/json; charset=utf-8' }),
     ...err.headers,
     'Content-Length': Buffer.byteLength(body),
   };

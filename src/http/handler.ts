@@ -7,11 +7,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Config } from '../config/schema.js';
+import type { ClientAddressing } from './client-address.js';
 import type { Logger } from '../observability/logger.js';
 import { type Metrics, statusClass } from '../observability/metrics.js';
 import type { Stage } from '../pipeline.js';
 import type { RequestContext } from './context.js';
-import { UpstreamStatusError } from '../errors.js';
+import { errors, UpstreamStatusError } from '../errors.js';
 import { toGatewayError, writeError } from './envelope.js';
 
 /** Milliseconds between the two interim answers that tell a gone client from a half-closed one. */
@@ -22,9 +23,18 @@ export interface HandlerParts {
   readonly logger: Logger;
   readonly metrics: Metrics;
   /** The configuration in force (swapped on reload) and its stages. */
-  current(): { readonly stages: ReadonlyArray<readonly [string, Stage]>; readonly config: Config };
+  current(): {
+    readonly stages: ReadonlyArray<readonly [string, Stage]>;
+    readonly config: Config;
+    readonly addressing: ClientAddressing;
+  };
   /** True once the gateway drains: answers then close their connection. */
   draining(): boolean;
+  /**
+   * True once the process met an uncaught exception: it is in an unknown state, so a new request is
+   * refused with 503 (and its connection closed) instead of served.
+   */
+  faulted(): boolean;
 }
 
 /** The `request` listener of the API server, and a way to wait for the requests it is still working on. */
@@ -59,6 +69,7 @@ export function createHandler(parts: HandlerParts): RequestHandler {
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const rawTarget = req.url ?? '';
     const q = rawTarget.indexOf('?');
+    const { stages, addressing } = parts.current();
     const ctx: RequestContext = {
       req,
       res,
@@ -66,13 +77,19 @@ export function createHandler(parts: HandlerParts): RequestHandler {
       startedAt: performance.now(),
       rawTarget,
       path: q === -1 ? rawTarget : rawTarget.slice(0, q),
+      client: addressing.address(req),
+      peerTrusted: addressing.peerTrusted(req),
       log: {},
     };
     res.setHeader('RequestID', ctx.id);
     if (parts.draining()) res.setHeader('Connection', 'close');
-    const { stages, config } = parts.current();
     pending.set(req.socket, res);
-    res.once('close', () => track(finish(ctx, parts, config.server.trust_proxy)));
+    res.once('close', () => track(finish(ctx, parts)));
+    if (parts.faulted()) {
+      ctx.log.reason = 'faulted';
+      writeError(res, ctx.id, errors.faulted());
+      return;
+    }
     track(run(ctx, stages));
   };
   const probe = (socket: Socket) => {
@@ -117,7 +134,7 @@ async function run(ctx: RequestContext, stages: ReadonlyArray<readonly [string, 
 }
 
 /** Writes the request's log line and metrics, and releases its timer and body. */
-function finish(ctx: RequestContext, parts: HandlerParts, trustProxy: boolean): Promise<void> {
+function finish(ctx: RequestContext, parts: HandlerParts): Promise<void> {
   // Closed before its answer was finished: the client is gone, and so is any backend call for it.
   if (!ctx.res.writableFinished) ctx.deadline?.abandon();
   ctx.deadline?.dispose();
@@ -144,23 +161,13 @@ function finish(ctx: RequestContext, parts: HandlerParts, trustProxy: boolean): 
       path: ctx.path,
       status,
       duration_ms: Math.round(seconds * 1e6) / 1000,
-      client: clientAddress(req, trustProxy),
+      client: ctx.client,
       ...(typeof traceparent === 'string' ? { traceparent } : {}),
       ...ctx.log,
     },
     'request',
   );
   return disposed;
-}
-
-/** The client's address: the first `X-Forwarded-For` hop when a trusted proxy sets it, else the peer. */
-function clientAddress(req: IncomingMessage, trustProxy: boolean): string | undefined {
-  const forwarded = req.headers['x-forwarded-for'];
-  if (trustProxy && typeof forwarded === 'string') {
-    const first = forwarded.split(',')[0]?.trim();
-    if (first) return first;
-  }
-  return req.socket.remoteAddress;
 }
 
 const lineLoggers = new WeakMap<Logger, Logger>();

@@ -1,9 +1,13 @@
 /**
- * Exact routing on the raw request target. A target that could be read as another path (dot
- * segments, `//`, backslashes, encoded slashes) is refused before routing, so nothing can reach an
- * operation other than the one that was signed.
+ * Routing as the service's router does it (gorilla/mux, without encoded-path matching): the path is
+ * percent-decoded once, segment by segment, and matched on what it decodes to, so every spelling the
+ * service would run as one of the three operations (`sso%2Dproviders`, `%31` as an id) is that
+ * operation here too, with its permission and its validation. A path holding `//` or a dot segment is
+ * answered `301` to its cleaned form (as the service's `path.Clean` does); a target that could be read
+ * as another path in some other way is refused (400) before any of this.
  */
 import type { IncomingMessage } from 'node:http';
+import { unescape } from 'node:querystring';
 import { errors } from '../errors.js';
 
 /** The operation ids, used as the `operation` label of metrics and in log lines. */
@@ -14,7 +18,7 @@ export type OperationId =
   /** Any other `/api/v2` request, forwarded to the service when pass-through is configured. */
   | 'passthrough';
 
-/** A matched route: the operation and its path parameters, percent-decoded. */
+/** A matched route: the operation and its path parameters, percent-decoded once. */
 export interface Route {
   readonly operation: OperationId;
   readonly params: Readonly<Record<string, string>>;
@@ -47,27 +51,73 @@ const SPECS: readonly RouteSpec[] = [
   },
 ];
 
-const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
-const FORBIDDEN = /\/\/|\\|%2f|%5c/i;
+/** Characters refused anywhere in the path as sent: a backslash (read as `/` by some servers). */
+const RAW_FORBIDDEN = /\\/;
+/** A `%` that does not start a two-digit hex escape. */
+const BAD_ESCAPE = /%(?![0-9a-fA-F]{2})/;
+/** What a path segment may not decode to hold: a slash, a backslash or a NUL. */
+const DECODED_FORBIDDEN = /[/\\\0]/;
 
 /**
- * The path's segments; 400 for a target that is not a safe origin-form path (`path` is the raw
- * target without its query).
+ * The path's segments (raw and decoded once), or a 400 for a target that is not an origin-form path
+ * (absolute form, `*`), holds `#` anywhere, or holds in its path a `\`, a malformed escape, or an
+ * escape decoding to `/`, `\` or NUL. `target` is the raw request target, `path` its part before `?`.
  */
-function checkTarget(path: string): string[] {
+function checkTarget(target: string, path: string): { raw: string[]; decoded: string[] } {
   if (!path.startsWith('/')) throw errors.badTarget('must be a path starting with "/"');
-  if (FORBIDDEN.test(path)) throw errors.badTarget('must not contain "//", "\\" or an encoded slash');
-  const segments = path.slice(1).split('/');
-  for (const segment of segments) {
-    if (DOT_SEGMENT.test(segment)) throw errors.badTarget('must not contain a dot segment');
+  if (target.includes('#')) throw errors.badTarget('must not contain "#"');
+  if (RAW_FORBIDDEN.test(path)) throw errors.badTarget('must not contain "\\"');
+  const raw = path.slice(1).split('/');
+  const decoded = raw.map(decodeSegment);
+  return { raw, decoded };
+}
+
+/** One segment percent-decoded once; 400 for a malformed escape or an encoded `/`, `\` or NUL. */
+function decodeSegment(segment: string): string {
+  if (!segment.includes('%')) return segment;
+  if (BAD_ESCAPE.test(segment)) throw errors.badTarget('malformed percent-encoding');
+  // Bytes that are not UTF-8 become U+FFFD: they match no fixed word and no parameter.
+  const value = unescape(segment);
+  if (DECODED_FORBIDDEN.test(value)) {
+    throw errors.badTarget('must not contain an encoded "/", "\\" or NUL');
   }
-  return segments;
+  return value;
 }
 
 /**
- * The route for `method` and the path `segments` (checked by `checkTarget`). Throws 404 for an
- * unknown path and 405 (with `Allow`) for a known path with another method; with `passthrough`,
- * both are the pass-through route instead when the path is under `/api/v2`.
+ * The cleaned path when `raw` (the segments as sent) holds an empty segment (`//`) or a dot segment
+ * (`.`/`..`, raw or encoded): Go's `path.Clean` keeping a trailing `/`, every other byte as sent.
+ * Undefined when there is nothing to clean; 400 for a path that would climb above the root.
+ */
+function cleaned(raw: readonly string[], decoded: readonly string[]): string | undefined {
+  let changed = false;
+  const kept: string[] = [];
+  const last = raw.length - 1;
+  for (let i = 0; i <= last; i++) {
+    const segment = raw[i] as string;
+    const value = decoded[i] as string;
+    if (segment === '') {
+      // An empty last segment is a trailing `/`, kept; any other empty segment is a `//`.
+      if (i !== last) changed = true;
+    } else if (value === '.') {
+      changed = true;
+    } else if (value === '..') {
+      changed = true;
+      if (kept.length === 0) throw errors.badTarget('must not climb above the root');
+      kept.pop();
+    } else {
+      kept.push(segment);
+    }
+  }
+  if (!changed) return undefined;
+  const path = `/${kept.join('/')}`;
+  return raw[last] === '' && kept.length > 0 ? `${path}/` : path;
+}
+
+/**
+ * The route for `method` and the decoded path `segments`. Throws 404 for an unknown path and 405
+ * (with `Allow`) for a known path with another method; with `passthrough`, both are the pass-through
+ * route instead when the path is under `/api/v2`.
  */
 function route(method: string, segments: readonly string[], passthrough: boolean): Route {
   // TRACE would echo the gateway's own credentials back from the service; CONNECT is no request.
@@ -98,7 +148,7 @@ function match(pattern: readonly string[], segments: readonly string[]): Record<
     const s = segments[i] as string;
     if (p.startsWith('{')) {
       if (s === '') return undefined;
-      params[p.slice(1, -1)] = decode(s);
+      params[p.slice(1, -1)] = s;
     } else if (p !== s) {
       return undefined;
     }
@@ -106,22 +156,18 @@ function match(pattern: readonly string[], segments: readonly string[]): Record<
   return params;
 }
 
-function decode(segment: string): string {
-  if (!segment.includes('%')) return segment;
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw errors.badTarget('malformed percent-encoding');
-  }
-}
-
 /**
- * The route of a request, from its raw path (the target without its query): 400 for a missing
- * HTTP/1.1 `Host` or an unsafe target, 404 / 405 (or pass-through) by `route`, then 417 for an `Expect` other than 100-continue (which Node leaves to us).
+ * The route of a request, from its raw target and path (the target without its query): 400 for a
+ * missing HTTP/1.1 `Host` or an unsafe target, 301 to the cleaned path (query as sent) for `//` or
+ * a dot segment, 404 / 405 (or pass-through) by `route`, then 417 for an `Expect` other than
+ * 100-continue (which Node leaves to us).
  */
-export function routeRequest(req: IncomingMessage, path: string, passthrough = false): Route {
+export function routeRequest(req: IncomingMessage, target: string, path: string, passthrough = false): Route {
   if (req.headers.host === undefined && req.httpVersion === '1.1') throw errors.missingHost();
-  const matched = route(req.method ?? '', checkTarget(path), passthrough);
+  const { raw, decoded } = checkTarget(target, path);
+  const clean = cleaned(raw, decoded);
+  if (clean !== undefined) throw errors.movedPermanently(clean + target.slice(path.length));
+  const matched = route(req.method ?? '', decoded, passthrough);
   const expect = req.headers.expect;
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') throw errors.expectationFailed();
   return matched;

@@ -35,6 +35,14 @@ export function passedHeaders(headers: IncomingHttpHeaders): Record<string, stri
   return out;
 }
 
+/**
+ * Whether an upstream's status may be relayed: 100-599, but never a `101` (the gateway never asks
+ * for an upgrade). Anything else is a bad answer (502), never a hang or a thrown `writeHead`.
+ */
+export function relayableStatus(status: number): boolean {
+  return status >= 100 && status <= 599 && status !== 101;
+}
+
 /** The upstream's `RequestID`, when it sent a sane one (it goes to a header and a log line). */
 export function upstreamRequestId(headers: IncomingHttpHeaders): string | undefined {
   const id = headers.requestid;

@@ -3,6 +3,7 @@
  * outgoing authentication of its configuration, and its reachability for `/readyz`. undici's errors
  * become catalogue errors here, where they enter: unreachable 502, slow 504.
  */
+import { AssertionError } from 'node:assert';
 import { performance } from 'node:perf_hooks';
 import { Pool, errors as undici, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
@@ -11,7 +12,7 @@ import type { RequestContext } from '../http/context.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { RequestKeys } from '../auth/signature.js';
-import { readBounded } from './answer.js';
+import { readBounded, relayableStatus } from './answer.js';
 import { probeReachability } from './probe.js';
 import { authHeaders, forwardingHeaders, type OutgoingBody } from './outgoing.js';
 
@@ -49,8 +50,6 @@ export interface UpstreamClient {
 export interface UpstreamDeps {
   readonly metrics: Metrics;
   readonly logger: Logger;
-  /** Whether incoming `X-Forwarded-*` headers are kept and extended (`server.trust_proxy`). */
-  readonly trustProxy: boolean;
 }
 
 /** A client for `config`; `name` labels its metrics and log lines (`collectors`, `passthrough`, …). */
@@ -77,7 +76,7 @@ export function createUpstreamClient(
     async send(request) {
       const target = prefix + request.target;
       const headers = {
-        ...(request.client ? forwardingHeaders(request.client, deps.trustProxy, request.prefer ?? true) : {}),
+        ...(request.client ? forwardingHeaders(request.client, request.prefer ?? true) : {}),
         // A held body's size is known: it goes out with a length, not chunked.
         ...(request.body !== undefined && !Buffer.isBuffer(request.body)
           ? { 'content-length': String(request.body.size) }
@@ -99,6 +98,11 @@ export function createUpstreamClient(
           body: body === undefined || Buffer.isBuffer(body) ? body : body.stream(),
           signal: request.signal,
         });
+        if (!relayableStatus(answer.statusCode)) {
+          // Not awaited: the 502 goes out at once, and the connection is released (or cut) after.
+          answer.body.dump().catch(() => undefined);
+          throw errors.upstreamBadAnswer('status');
+        }
         mark(true);
         return answer;
       } catch (err) {
@@ -140,6 +144,8 @@ export function createUpstreamClient(
 
 /** A low-cardinality kind for an upstream failure (the `kind` label of `gateway_upstream_errors_total`). */
 export function kindOf(err: unknown): string {
+  // undici asserts on a status below 100 or an unrequested 101: a malformed answer.
+  if (err instanceof AssertionError) return 'protocol';
   if (err instanceof undici.ConnectTimeoutError) return 'connect_timeout';
   if (err instanceof undici.HeadersTimeoutError) return 'headers_timeout';
   if (err instanceof undici.BodyTimeoutError) return 'body_timeout';

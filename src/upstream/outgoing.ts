@@ -10,26 +10,31 @@ import type { UpstreamAuthConfig } from '../config/schema.js';
 import type { RequestContext } from '../http/context.js';
 import { secondsLeft } from '../http/deadline.js';
 
-/** The headers every upstream request carries for `ctx` (forwarding and deadline). */
-export function forwardingHeaders(
-  ctx: RequestContext,
-  trustProxy: boolean,
-  prefer = true,
-): Record<string, string> {
+/** A trusted proxy's `X-Forwarded-Proto`: its first entry, when it names a scheme. */
+const PROTO = /^\s*(https?)\s*(?:,|$)/i;
+/** A trusted proxy's `X-Forwarded-Host`: its first entry, when it is a plain host[:port]. */
+const HOST = /^\s*([A-Za-z0-9.\-_:[\]]{1,255})\s*(?:,|$)/;
+
+/**
+ * The headers every upstream request carries for `ctx` (forwarding and deadline). `X-Forwarded-For`
+ * is the client address as computed under `server.trusted_proxies`, alone: the hops a trusted proxy
+ * did not vouch for are not passed on, and the service's own per-address limits see the client.
+ * `-Proto` and `-Host` come from the peer when it is a trusted proxy, else from what the gateway saw.
+ */
+export function forwardingHeaders(ctx: RequestContext, prefer = true): Record<string, string> {
   const { req } = ctx;
-  const peer = req.socket.remoteAddress ?? '';
-  const given = (name: string) => {
+  const given = (name: string, form: RegExp) => {
     const value = req.headers[name];
-    return trustProxy && typeof value === 'string' && value !== '' ? value : undefined;
+    return ctx.peerTrusted && typeof value === 'string' ? form.exec(value)?.[1] : undefined;
   };
-  const incomingFor = given('x-forwarded-for');
   const headers: Record<string, string> = {
-    'x-forwarded-for': incomingFor === undefined ? peer : `${incomingFor}, ${peer}`,
+    'x-forwarded-for': ctx.client,
     'x-forwarded-proto':
-      given('x-forwarded-proto') ?? ((req.socket as TLSSocket).encrypted === true ? 'https' : 'http'),
+      given('x-forwarded-proto', PROTO)?.toLowerCase() ??
+      ((req.socket as TLSSocket).encrypted === true ? 'https' : 'http'),
     'x-request-id': ctx.id,
   };
-  const host = given('x-forwarded-host') ?? req.headers.host;
+  const host = given('x-forwarded-host', HOST) ?? req.headers.host;
   if (host !== undefined) headers['x-forwarded-host'] = host;
   if (ctx.identity !== undefined) headers['x-gateway-subject'] = ctx.identity.subject;
   const seconds = prefer ? secondsLeft(ctx) : undefined;

@@ -18,6 +18,7 @@ import {
   TOKENS,
 } from '../helpers/gateway.js';
 import { startUpstream, upstreamBackend } from '../helpers/upstream.js';
+import { rfc3339 } from '../../src/auth/signature.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 const SECRET = Buffer.from(JWT_SECRET, 'base64');
@@ -133,7 +134,7 @@ t.test('a refused bearer token says why, in the text of its reason', async (t) =
 t.test(
   'every 401 of the signed-request scheme names the scheme; a 400 or 403 has no challenge',
   async (t) => {
-    const gw = await gateway(t, { auth: { signature: { scheme: 'corpsig' } } });
+    const gw = await gateway(t, { auth: { signature: { scheme: 'corpsig', max_utc_offset: '0s' } } });
     const good = signed({ method: 'GET', target: MEMBER });
     const as = (h: Record<string, string>) => ({
       ...h,
@@ -142,6 +143,10 @@ t.test(
     const cases: Array<[string, Record<string, string>]> = [
       ['unknown token', { ...as(good), Authorization: `corpsig ${randomUUID()}` }],
       ['clock skew', as(signed({ method: 'GET', target: MEMBER, date: '2020-01-01T10:00:00Z' }))],
+      [
+        'a zone offset beyond max_utc_offset',
+        as(signed({ method: 'GET', target: MEMBER, date: rfc3339(Date.now(), 120) })),
+      ],
       [
         'digest mismatch',
         { ...as(good), Signature: signed({ method: 'GET', target: `${MEMBER}?x=1` }).Signature! },

@@ -17,9 +17,10 @@ import { startUpstream, UPSTREAM_TOKEN_ID } from '../helpers/upstream.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 
-async function setup(t: Test, over: Record<string, unknown> = {}) {
+async function setup(t: Test, over: Record<string, unknown> = {}, gateway: Record<string, unknown> = {}) {
   const stub = await startUpstream();
   const gw: TestGateway = await startGateway({
+    ...gateway,
     passthrough: {
       url: stub.url,
       auth: { type: 'signature', token_id: UPSTREAM_TOKEN_ID, token_key: 'upstream-key' },
@@ -109,7 +110,9 @@ t.test('nothing unauthenticated, unauthorized or unsafe reaches the service', as
     gw,
     'GET /api/v2/%2e%2e/admin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
   );
-  t.match(dots, /^HTTP\/1\.1 400 /);
+  t.match(dots, /^HTTP\/1\.1 301 [^]*\r\nLocation: \/api\/admin\r\n/, 'redirected, not forwarded');
+  const above = await rawRequest(gw, 'GET /api/../../admin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  t.match(above, /^HTTP\/1\.1 400 /);
   const outside = await call(gw, { method: 'GET', target: '/metrics' });
   t.equal(outside.status, 404, 'only /api/v2 is forwarded');
   t.equal(stub.seen.length, 0);
@@ -207,10 +210,36 @@ t.test('an empty query, forwarding headers from an untrusted client, and TRACE',
   t.notOk(seen?.['x-real-ip']);
   t.notOk(seen?.['x-original-url']);
   t.equal(seen?.['x-forwarded-for'], '127.0.0.1');
+  t.equal(seen?.['x-forwarded-proto'], 'http', 'what the gateway saw');
+  t.equal(seen?.['x-forwarded-host'], `127.0.0.1:${gw.port}`);
   const trace = await call(gw, { method: 'TRACE', target: '/api/v2/self' });
   t.equal(trace.status, 404, 'TRACE is never forwarded');
   t.equal(stub.seen.length, 2);
 });
+
+t.test(
+  'behind a trusted proxy: X-Forwarded-* as the gateway computed them, other forwarding kept',
+  async (t) => {
+    const { stub, gw } = await setup(t, {}, { server: { trusted_proxies: ['127.0.0.1'] } });
+    await call(gw, {
+      method: 'GET',
+      target: '/api/v2/self',
+      headers: {
+        'X-Forwarded-For': '198.51.100.1, 203.0.113.9',
+        'X-Forwarded-Proto': 'https',
+        'X-Forwarded-Host': 'bh.example.com',
+        'X-Forwarded-Port': '443',
+        Forwarded: 'for=203.0.113.9;proto=https',
+      },
+    });
+    const seen = stub.seen[0]?.headers;
+    t.equal(seen?.['x-forwarded-for'], '203.0.113.9', 'the client, and none of the hops nobody vouched for');
+    t.equal(seen?.['x-forwarded-proto'], 'https', 'from the trusted proxy');
+    t.equal(seen?.['x-forwarded-host'], 'bh.example.com');
+    t.equal(seen?.['x-forwarded-port'], '443', 'kept: a trusted proxy set it');
+    t.equal(seen?.forwarded, 'for=203.0.113.9;proto=https');
+  },
+);
 
 t.test('a pause inside the body is bounded by body_timeout, not headers_timeout', async (t) => {
   const { stub, gw } = await setup(t, { headers_timeout: '200ms', body_timeout: '2s' });

@@ -2,48 +2,21 @@
  * Two gateway processes on one database: 200 concurrent PATCHes of different fields of the same
  * providers, split between them, and every update is there at the end (none lost to another).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import t from 'tap';
 import { stringify } from 'yaml';
 import { baseConfig, call, multipart, ROOT } from '../helpers/gateway.js';
+import {
+  type ListeningGateway as Proc,
+  startGatewayProcess as startProcess,
+  stopGatewayProcess as stop,
+} from '../helpers/process.js';
 import { createDatabase, importStores, requirePostgres, sql } from '../helpers/postgres.js';
 import { provider } from './behaviour.js';
 
 const PROVIDERS = 100;
-
-interface Proc {
-  port: number;
-  lines: Array<Record<string, unknown>>;
-  child: ChildProcess;
-}
-
-/** Spawns `gateway --config FILE` and resolves once it logs `listening`. */
-function startProcess(configFile: string): Promise<Proc> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), '--config', configFile], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines: Array<Record<string, unknown>> = [];
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the gateway exited (${code}) before listening`)));
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
-      const line = JSON.parse(l) as Record<string, unknown>;
-      lines.push(line);
-      if (line.msg === 'listening') resolve({ port: line.port as number, lines, child });
-    });
-  });
-}
-
-function stop(proc: Proc): Promise<void> {
-  return new Promise((resolve) => {
-    if (proc.child.exitCode !== null) return resolve();
-    proc.child.once('exit', () => resolve());
-    proc.child.kill('SIGTERM');
-  });
-}
 
 const metadata = (entity: string) =>
   `<EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" entityID="${entity}"><IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol"><SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${entity}/sso"/></IDPSSODescriptor></EntityDescriptor>`;

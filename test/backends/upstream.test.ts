@@ -116,16 +116,37 @@ t.test('bearer and client authentication', async (t) => {
   });
 });
 
-t.test('trusted proxies extend X-Forwarded-*; untrusted ones are replaced', async (t) => {
-  for (const trust of [true, false]) {
-    const { stub, gw } = await setup(t, members, { server: { trust_proxy: trust } });
-    const headers = { 'X-Forwarded-For': '203.0.113.9', 'X-Forwarded-Proto': 'https' };
-    await call(gw, { method: 'GET', target: MEMBER, headers });
-    const seen = stub.seen[0]?.headers;
-    t.equal(seen?.['x-forwarded-for'], trust ? '203.0.113.9, 127.0.0.1' : '127.0.0.1');
-    t.equal(seen?.['x-forwarded-proto'], trust ? 'https' : 'http');
-  }
-});
+t.test(
+  'X-Forwarded-* toward the upstream: the client as computed under server.trusted_proxies',
+  async (t) => {
+    const headers = {
+      'X-Forwarded-For': '198.51.100.7, 203.0.113.9',
+      'X-Forwarded-Proto': 'https',
+      'X-Forwarded-Host': 'api.example.com',
+    };
+    for (const [server, forFor, proto, host] of [
+      // Nobody trusted: the peer is the client, and what it claims is not passed on.
+      [{}, '127.0.0.1', 'http', undefined],
+      // The peer is a trusted proxy: the rightmost hop it did not vouch for is the client.
+      [{ trusted_proxies: ['127.0.0.1/32'] }, '203.0.113.9', 'https', 'api.example.com'],
+      [{ trusted_proxies: ['loopback', '203.0.113.0/24'] }, '198.51.100.7', 'https', 'api.example.com'],
+      // A trusted list that does not hold the peer: as if nobody were trusted.
+      [{ trusted_proxies: ['10.0.0.0/8'] }, '127.0.0.1', 'http', undefined],
+      // The deprecated switch: every hop trusted, the leftmost is the client.
+      [{ trust_proxy: true }, '198.51.100.7', 'https', 'api.example.com'],
+    ] as const) {
+      const { stub, gw } = await setup(t, members, { server });
+      await call(gw, { method: 'GET', target: MEMBER, headers });
+      const seen = stub.seen[0]?.headers;
+      const name = JSON.stringify(server);
+      t.equal(seen?.['x-forwarded-for'], forFor, `${name}: X-Forwarded-For`);
+      t.equal(seen?.['x-forwarded-proto'], proto, `${name}: X-Forwarded-Proto`);
+      t.equal(seen?.['x-forwarded-host'], host ?? `127.0.0.1:${gw.port}`, `${name}: X-Forwarded-Host`);
+      const line = gw.logs.find((l) => l.msg === 'request');
+      t.equal(line?.client, forFor, `${name}: the log line's client`);
+    }
+  },
+);
 
 t.test('the upstream’s own 4xx and 5xx envelopes pass through unchanged', async (t) => {
   const { stub, gw } = await setup(t, members);
@@ -239,10 +260,14 @@ t.test('checksums through the upstream: cached, X-Cache, version from Content-Di
   t.equal(version.headers['x-cache'], 'HIT', 'what latest resolved to is cached as that version');
   t.equal(stub.seen.length, 1);
   const unknown = await call(gw, { method: 'GET', target: '/api/v2/collectors/sharphound/v9.9.9/checksum' });
-  t.equal(unknown.status, 404);
-  t.equal(errorOf(unknown).message, 'resource not found');
+  t.equal(unknown.status, 404, 'the service decides what an unknown version gets');
+  t.equal(unknown.body.toString(), '{"errors":[]}', 'its answer passes through as it is');
+  t.equal(unknown.headers['x-cache'], undefined);
+  const again404 = await call(gw, { method: 'GET', target: '/api/v2/collectors/sharphound/v9.9.9/checksum' });
+  t.equal(again404.status, 404);
+  t.equal(stub.seen.length, 3, 'only 200s are cached: the 404 was asked for again');
   t.equal(await metric(gw, /^gateway_checksum_cache_requests_total\{result="hit"\}/), 2);
-  t.equal(await metric(gw, /^gateway_checksum_cache_requests_total\{result="miss"\}/), 2);
+  t.equal(await metric(gw, /^gateway_checksum_cache_requests_total\{result="miss"\}/), 3);
 });
 
 t.test('50 concurrent cold requests for one checksum make exactly one upstream fetch', async (t) => {

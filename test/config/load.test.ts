@@ -193,7 +193,7 @@ t.test('configurations that would break the gateway are refused', async (t) => {
   for (const key of ['headers_timeout', 'body_idle_timeout', 'keep_alive_timeout']) {
     t.match(
       problems(`server: { ${key}: 0 }\n${BACKENDS}`).join(),
-      new RegExp(`server\\.${key}: invalid duration`),
+      new RegExp(`server\\.${key}: duration 0 is out of range: must be from 1ms to 24h`),
       key,
     );
   }

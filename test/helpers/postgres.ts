@@ -62,12 +62,34 @@ export function withDatabase(url: string, name: string): string {
   return u.toString();
 }
 
-/** A new, empty database, dropped (its connections cut) when `t` ends; resolves to its URL. */
-export async function createDatabase(t: Test): Promise<string> {
+/**
+ * A new, empty database (owned by `owner` when given), dropped (its connections cut) when `t` ends;
+ * resolves to its URL.
+ */
+export async function createDatabase(t: Test, owner?: string): Promise<string> {
   const name = unique('gw_test');
-  await sql(ADMIN_URL, `CREATE DATABASE ${name}`);
+  await sql(ADMIN_URL, `CREATE DATABASE ${name}${owner === undefined ? '' : ` OWNER ${owner}`}`);
   t.teardown(() => sql(ADMIN_URL, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
   return withDatabase(ADMIN_URL, name);
+}
+
+/**
+ * A new role that may log in and is no superuser (connection limits hold for it), dropped when `t`
+ * ends: create it before the objects it owns, whose teardowns then run first.
+ */
+export async function createRole(t: Test): Promise<string> {
+  const name = unique('gw_role');
+  await sql(ADMIN_URL, `CREATE ROLE ${name} LOGIN NOSUPERUSER`);
+  t.teardown(() => sql(ADMIN_URL, `DROP ROLE IF EXISTS ${name}`));
+  return name;
+}
+
+/** `url` logging in as `user` instead (no password: the test server trusts local connections). */
+export function withUser(url: string, user: string): string {
+  const u = new URL(url);
+  u.username = user;
+  u.password = '';
+  return u.toString();
 }
 
 /** A new schema in the database at `url`, dropped when `t` ends; resolves to a URL that works in it. */

@@ -77,16 +77,27 @@ t.test('every request', async (t) => {
     }
   });
 
+  t.test('a path with // or a dot segment is answered 301 to its cleaned form', async (t) => {
+    for (const [target, location] of [
+      ['/api/v2/asset-group-tags/1/members/../members/101', MEMBER],
+      ['/api/v2/asset-group-tags/1/./members/101', MEMBER],
+      ['/api/v2/asset-group-tags/1/members/%2e%2E/members/101?a=1', `${MEMBER}?a=1`],
+      ['/api/v2/asset-group-tags/1/members/%2E/101', MEMBER],
+      ['/api/v2//asset-group-tags/1/members/101', MEMBER],
+    ] as const) {
+      const res = await call(gw, { method: 'GET', target });
+      t.equal(res.status, 301, target);
+      t.equal(res.headers.location, location, target);
+      t.equal(res.body.length, 0);
+    }
+  });
+
   t.test('a target that could name another path is refused before routing', async (t) => {
     for (const target of [
-      '/api/v2/asset-group-tags/1/members/../members/101',
-      '/api/v2/asset-group-tags/1/./members/101',
-      '/api/v2/asset-group-tags/1/members/%2e%2E/101',
-      '/api/v2/asset-group-tags/1/members/%2E/101',
-      '/api/v2//asset-group-tags/1/members/101',
       '/api/v2/asset-group-tags/1%2Fmembers/101',
       '/api/v2/asset-group-tags/1%5cmembers/101',
       '/api/v2/asset-group-tags\\1/members/101',
+      '/api/v2/../../../x',
     ]) {
       const res = await call(gw, { method: 'GET', target });
       t.equal(res.status, 400, target);
@@ -277,7 +288,9 @@ t.test('limits and parser errors get the envelope', async (t) => {
     });
     t.equal(unknown.status, 404, 'the route is decided first');
     const dots = await request(gw, { method: 'GET', target: '/api/v2/../x', headers: { Expect: 'teapot' } });
-    t.equal(dots.status, 400, 'the raw target is checked first');
+    t.equal(dots.status, 301, 'the raw target is checked first');
+    const outside = await request(gw, { method: 'GET', target: '/../x', headers: { Expect: 'teapot' } });
+    t.equal(outside.status, 400, 'the raw target is checked first');
   });
 
   t.test('a request pipelined before garbage is answered first', async (t) => {
@@ -362,16 +375,27 @@ t.test('request log lines', async (t) => {
   t.ok(nowDate());
 });
 
-t.test('X-Forwarded-For is trusted only when server.trust_proxy says so', async (t) => {
-  for (const trust of [false, true]) {
-    const gw = await startGateway({ server: { trust_proxy: trust } });
-    const res = await call(gw, {
-      method: 'GET',
-      target: MEMBER,
-      headers: { 'X-Forwarded-For': '203.0.113.9, 10.0.0.1' },
-    });
+t.test('the client address: the rightmost X-Forwarded-For hop that is not a trusted proxy', async (t) => {
+  const forwarded = '198.51.100.1, 203.0.113.9, 10.0.0.1';
+  for (const [server, client] of [
+    [{}, '127.0.0.1'],
+    // The peer is trusted, and so is 10.0.0.1 (an inner proxy): 203.0.113.9 is the client. The
+    // leftmost hop is whatever the client itself wrote, and is never taken.
+    [{ trusted_proxies: ['127.0.0.1', '10.0.0.0/8'] }, '203.0.113.9'],
+    [{ trusted_proxies: ['loopback'] }, '10.0.0.1'],
+    [{ trusted_proxies: ['192.0.2.0/24'] }, '127.0.0.1'],
+    [{ trust_proxy: true }, '198.51.100.1'],
+  ] as const) {
+    const gw = await startGateway({ server });
+    const res = await call(gw, { method: 'GET', target: MEMBER, headers: { 'X-Forwarded-For': forwarded } });
     const line = gw.logs.find((l) => l.request_id === res.headers.requestid);
-    t.equal(line?.client, trust ? '203.0.113.9' : '127.0.0.1', `trust_proxy: ${trust}`);
+    t.equal(line?.client, client, JSON.stringify(server));
+    if ('trust_proxy' in server) {
+      t.ok(
+        gw.logs.some((l) => l.level === 'warn' && /trusted_proxies/.test(String(l.msg))),
+        'trust_proxy: true is warned about',
+      );
+    }
     await gw.close();
   }
 });

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { chmodSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import {
@@ -388,4 +388,22 @@ t.test('a name is counted in characters, not bytes', async (t) => {
   const res = await send(gw, '1', [{ name: 'name', value: `\t${'é'.repeat(255)} ` }]);
   t.equal(res.status, 200);
   t.equal(res.json().data.name, 'é'.repeat(255), 'trimmed, 255 characters in 510 bytes');
+});
+
+t.test('the file keeps the mode it has at each write: an operator chmod after start stays', async (t) => {
+  const gw = await startGateway();
+  t.teardown(() => gw.close());
+  const store = path.join(gw.dataDir, 'sso-providers.json');
+  for (const [i, mode] of [0o600, 0o660, 0o640].entries()) {
+    chmodSync(store, mode);
+    const form = multipart([{ name: 'name', value: `Mode ${i}` }]);
+    const res = await call(gw, {
+      method: 'PATCH',
+      target: '/api/v2/sso-providers/1',
+      body: form.body,
+      headers: { 'Content-Type': form.contentType },
+    });
+    t.equal(res.status, 200);
+    t.equal(statSync(store).mode & 0o777, mode, `mode ${mode.toString(8)} kept, whatever the umask`);
+  }
 });

@@ -6,6 +6,7 @@
  * the fetch others wait on, and it is aborted only once nobody waits for it any more.
  */
 import { LRUCache } from 'lru-cache';
+import { UpstreamStatusError } from '../../errors.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { ChecksumFile, CollectorsBackend, CollectorType } from './backend.js';
 
@@ -57,6 +58,12 @@ export function createChecksumCache(
   const flights = new Map<string, Flight>();
 
   const count = (result: 'hit' | 'miss' | 'stale') => metrics.checksumCacheRequests.inc({ result });
+  /** A fetch that failed (or whose answer was not a file) was a miss all the same. */
+  const missed = (fetched: Promise<Outcome>) =>
+    fetched.catch((err: unknown) => {
+      count('miss');
+      throw err;
+    });
 
   function keep(type: CollectorType, file: ChecksumFile): void {
     if (file.bytes.length <= maxEntryBytes) files.set(`${type}/${file.version}`, file);
@@ -129,35 +136,40 @@ export function createChecksumCache(
         const key = `${type}/${release}`;
         const cached = files.get(key);
         if (cached !== undefined) return served({ file: cached, stale: false }, 'hit');
-        const outcome = await join(key, signal, async (own) => {
-          const file = await inner.getChecksum(type, release, own, request);
-          if (file !== undefined) keep(type, file);
-          return { file, stale: false };
-        });
+        const outcome = await missed(
+          join(key, signal, async (own) => {
+            const file = await inner.getChecksum(type, release, own, request);
+            if (file !== undefined) keep(type, file);
+            return { file, stale: false };
+          }),
+        );
         return served(outcome, 'miss');
       }
       const resolved = latest.get(type);
       if (resolved !== undefined && now() < resolved.expiresAt) {
         return served({ file: resolved.file, stale: false }, 'hit');
       }
-      const outcome = await join(`${type}/latest`, signal, async (own) => {
-        try {
-          const file = await inner.getChecksum(type, 'latest', own, request);
-          // A file too large to keep is not held here either: `latest` is then fetched every time.
-          if (file === undefined || file.bytes.length <= maxEntryBytes) {
-            latest.set(type, { file, expiresAt: now() + latestTtl });
-          } else {
-            latest.delete(type);
+      const outcome = await missed(
+        join(`${type}/latest`, signal, async (own) => {
+          try {
+            const file = await inner.getChecksum(type, 'latest', own, request);
+            // A file too large to keep is not held here either: `latest` is then fetched every time.
+            if (file === undefined || file.bytes.length <= maxEntryBytes) {
+              latest.set(type, { file, expiresAt: now() + latestTtl });
+            } else {
+              latest.delete(type);
+            }
+            if (file !== undefined) keep(type, file);
+            return { file, stale: false };
+          } catch (err) {
+            // stale-if-error: the last answer for `latest` stands for another TTL while the backend
+            // fails; an upstream's own answer below 500 (a 404, a 401) is an answer, not a failure.
+            if (own.aborted || resolved === undefined || answeredBelow500(err)) throw err;
+            latest.set(type, { file: resolved.file, expiresAt: now() + latestTtl });
+            return { file: resolved.file, stale: true };
           }
-          if (file !== undefined) keep(type, file);
-          return { file, stale: false };
-        } catch (err) {
-          // stale-if-error: the last answer for `latest` stands for another TTL while the backend fails.
-          if (own.aborted || resolved === undefined) throw err;
-          latest.set(type, { file: resolved.file, expiresAt: now() + latestTtl });
-          return { file: resolved.file, stale: true };
-        }
-      });
+        }),
+      );
       return served(outcome, 'miss');
     },
 
@@ -175,4 +187,8 @@ export function createChecksumCache(
       await inner.close();
     },
   };
+}
+
+function answeredBelow500(err: unknown): boolean {
+  return err instanceof UpstreamStatusError && err.status < 500;
 }

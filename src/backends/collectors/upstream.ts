@@ -1,8 +1,8 @@
 /**
  * The collectors backend on an upstream service speaking this API. The checksum cache sits in front
  * of it, so an answer is read whole (bounded): a 200 becomes the file (its version from the
- * upstream's `Content-Disposition`, authoritative for `latest`), a 404 "no such release", and any
- * other status the upstream's own answer, passed to the client unchanged.
+ * upstream's `Content-Disposition`, authoritative for `latest`), and any other status (a 404
+ * included) the upstream's own answer, passed to the client unchanged.
  */
 import type { UpstreamConfig } from '../../config/schema.js';
 import { errors, UpstreamStatusError } from '../../errors.js';
@@ -34,10 +34,8 @@ export async function createUpstreamCollectors(
         signal,
       });
       const status = answer.statusCode;
-      if (status === 404) {
-        await answer.body.dump();
-        return undefined;
-      }
+      // The service decides what an unknown version gets: its 404 (or anything but a 200) passes
+      // through as it is, and is not cached.
       if (status !== 200) {
         const body = await client.read(answer, ERROR_BODY_LIMIT, signal);
         throw new UpstreamStatusError(status, body, passedHeaders(answer.headers));

@@ -14,7 +14,7 @@ import { errors } from '../../errors.js';
 import type { RequestContext } from '../../http/context.js';
 import { pipe } from '../../http/respond.js';
 import { kindOf, type UpstreamDeps } from '../../upstream/client.js';
-import { upstreamRequestId } from '../../upstream/answer.js';
+import { relayableStatus, upstreamRequestId } from '../../upstream/answer.js';
 import { authHeaders, forwardingHeaders } from '../../upstream/outgoing.js';
 import { probeReachability } from '../../upstream/probe.js';
 
@@ -65,8 +65,10 @@ const NAME = 'passthrough';
 /** The pass-through to `config.url`. */
 export function createPassthrough(config: PassthroughConfig, deps: UpstreamDeps): PassthroughBackend {
   const target = new URL(config.url);
-  const agentOptions = { keepAlive: true, maxSockets: config.connections };
-  const agent = target.protocol === 'https:' ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
+  const agent = rawTargetAgent(target.protocol === 'https:', {
+    keepAlive: true,
+    maxSockets: config.connections,
+  });
   // The answer is written here (`selfHandleResponse`): hop-by-hop headers stay behind, and the
   // client's own `Connection: close` is honoured by Node.
   const proxy = new ProxyServer({ target: config.url, agent, changeOrigin: true, selfHandleResponse: true });
@@ -81,10 +83,7 @@ export function createPassthrough(config: PassthroughConfig, deps: UpstreamDeps)
   proxy.on('error', () => undefined);
   proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => {
     const state = inFlight.get(req);
-    if (state === undefined) return;
-    state.outgoing = proxyReq;
-    // The raw target as the client sent it: http-proxy-3 joins paths through a URL parser.
-    proxyReq.path = state.path;
+    if (state !== undefined) state.outgoing = proxyReq;
   });
   proxy.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse) => {
     const state = inFlight.get(req);
@@ -102,13 +101,13 @@ export function createPassthrough(config: PassthroughConfig, deps: UpstreamDeps)
       const body = ctx.body;
       const path = prefix + ctx.rawTarget;
       const headers = {
-        ...forwardingHeaders(ctx, deps.trustProxy),
+        ...forwardingHeaders(ctx),
         ...(await authHeaders(config.auth, { method, target: path, body, client: ctx }, keys)),
       };
       if (body !== undefined && (body.size > 0 || !BODYLESS.has(method))) {
         headers['content-length'] = String(body.size);
       }
-      stripHeaders(req, deps.trustProxy);
+      stripHeaders(req, ctx.peerTrusted);
       signal.throwIfAborted();
       const started = performance.now();
       await new Promise<void>((resolve, reject) => {
@@ -132,10 +131,24 @@ export function createPassthrough(config: PassthroughConfig, deps: UpstreamDeps)
           answered(proxyRes, out) {
             clearTimeout(waiting);
             metrics.upstreamDuration.observe({ backend: NAME }, (performance.now() - started) / 1000);
+            const status = proxyRes.statusCode ?? 0;
+            // A status outside 100-599, or a 101 nobody asked for (Upgrade never goes out), is garbage.
+            if (!relayableStatus(status)) {
+              proxyRes.destroy();
+              fail(errors.upstreamBadAnswer('status'), 'status');
+              return;
+            }
             reachability.mark(true);
             const id = upstreamRequestId(proxyRes.headers);
             if (id !== undefined) ctx.log.upstream_request_id = id;
-            out.writeHead(proxyRes.statusCode ?? 502, answerHeaders(proxyRes, id));
+            try {
+              out.writeHead(status, answerHeaders(proxyRes, id));
+            } catch (err) {
+              // A header value Node will not write (a control character): the answer is unusable.
+              proxyRes.destroy();
+              fail(errors.upstreamBadAnswer('headers', err), 'protocol');
+              return;
+            }
             proxyRes.setTimeout(config.body_timeout, () => proxyRes.destroy(new Error('body timeout')));
             pipe(proxyRes, out).then(
               () => {
@@ -156,7 +169,12 @@ export function createPassthrough(config: PassthroughConfig, deps: UpstreamDeps)
         proxy.web(
           req,
           res,
-          { headers, ...(body === undefined ? {} : { buffer: body.stream() }) },
+          {
+            headers,
+            // The base of the outgoing request's options: the agent sets its path from it (below).
+            ssl: { [RAW_PATH]: path },
+            ...(body === undefined ? {} : { buffer: body.stream() }),
+          },
           (err: Error) => {
             if (signal.aborted || settled) return;
             const kind = kindOf(err);
@@ -176,6 +194,31 @@ export function createPassthrough(config: PassthroughConfig, deps: UpstreamDeps)
       agent.destroy();
     },
   };
+}
+
+/** Where the outgoing request's options carry the target that must go on its request line. */
+const RAW_PATH = Symbol('raw request target');
+
+/**
+ * A keep-alive agent that puts the raw target on each request line. http-proxy-3 builds the outgoing
+ * path through a URL parser (`{x}` becomes `%7Bx%7D`, a bare `?` is dropped); the agent receives each
+ * request synchronously from its constructor, before any byte of it is written, so the path set
+ * here is the one that goes out whether or not a pooled connection is free.
+ */
+function rawTargetAgent(https: boolean, options: { keepAlive: boolean; maxSockets: number }): HttpAgent {
+  const Base = https ? HttpsAgent : HttpAgent;
+  const agent = new Base(options);
+  const addRequest = (agent as unknown as AddRequest).addRequest;
+  (agent as unknown as AddRequest).addRequest = function (req, requestOptions) {
+    const path = requestOptions[RAW_PATH];
+    if (typeof path === 'string') req.path = path;
+    return addRequest.call(this, req, requestOptions);
+  };
+  return agent;
+}
+
+interface AddRequest {
+  addRequest(req: ClientRequest, options: Record<string | symbol, unknown>): void;
 }
 
 /**
@@ -218,12 +261,16 @@ const REROUTING = [
   'x-method-override',
 ];
 
-/** Removes what must not go out from the incoming headers (the proxy copies the rest). */
-function stripHeaders(req: IncomingMessage, trustProxy: boolean): void {
+/**
+ * Removes what must not go out from the incoming headers (the proxy copies the rest); the gateway
+ * sets `X-Forwarded-For`, `-Proto` and `-Host` itself. Other forwarding headers stay only when the
+ * peer is a trusted proxy.
+ */
+function stripHeaders(req: IncomingMessage, peerTrusted: boolean): void {
   for (const name of [...HOP_BY_HOP, ...GATEWAY_SET, ...REROUTING, ...listedIn(req.headers.connection)]) {
     delete req.headers[name];
   }
-  if (trustProxy) return;
+  if (peerTrusted) return;
   for (const name of Object.keys(req.headers)) {
     if (name.startsWith('x-forwarded-') || UNTRUSTED.includes(name)) delete req.headers[name];
   }

@@ -6,13 +6,18 @@
  * get 503 `store unavailable`, and a background check retries until the database answers (and the
  * schema is in place), when readiness comes back by itself. Requests also try the database directly
  * whenever the schema is ready, so a recovered database serves at once.
+ *
+ * Whatever keeps a request or the check from obtaining a connection (refused, unreachable, TLS,
+ * login, too many connections, not accepting connections, shutting down) makes the database away
+ * until a connection succeeds again; a busy pool does not. A connection lost under a statement
+ * costs its request a 503 and starts a check at once, which decides whether the database is away.
  */
 import pg from 'pg';
 import type { QueryResultRow } from 'pg';
 import type { PostgresConfig } from '../../config/schema.js';
 import { errors } from '../../errors.js';
 import type { BackendDeps } from '../index.js';
-import { isConnectionError } from './errors.js';
+import { isConnectionLost, isPoolBusy } from './errors.js';
 import { checkSchema, migrate } from './migrations.js';
 import { createSession, type Query } from './session.js';
 
@@ -83,6 +88,8 @@ export async function openPostgres(config: PostgresConfig, deps: BackendDeps): P
   const session = createSession(pool, {
     succeeded: up,
     unreachable: down,
+    // A connection lost under a statement says nothing yet of the others: a probe decides at once.
+    lost: () => void check(true),
     cancel(pid) {
       const client = new pg.Client({
         connectionString: config.url,
@@ -103,6 +110,33 @@ export async function openPostgres(config: PostgresConfig, deps: BackendDeps): P
       void done.then(() => cancels.delete(done));
     },
   });
+
+  /**
+   * Proves that a connection can be obtained and answers: up if so, down if none can be obtained
+   * (a busy pool changes nothing). A pooled connection found dead is replaced once.
+   */
+  const ping = async () => {
+    for (let tries = 2; tries > 0; tries--) {
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (err) {
+        if (!isPoolBusy(err)) down(err);
+        return;
+      }
+      try {
+        await client.query('SELECT 1');
+        client.release();
+        up();
+        return;
+      } catch (err) {
+        const lost = isConnectionLost(err);
+        client.release(lost);
+        if (!lost) return;
+        if (tries === 1) down(err);
+      }
+    }
+  };
 
   /** Brings the schema in place, then (or, with `force`, at once) proves the database answers. */
   const probe = async (force: boolean) => {
@@ -126,12 +160,11 @@ export async function openPostgres(config: PostgresConfig, deps: BackendDeps): P
         schemaReady = true;
         up();
       } else if (force || !reachable || Date.now() - lastOk >= config.health_check_interval) {
-        await pool.query('SELECT 1');
-        up();
+        await ping();
       }
     } catch (err) {
       // Not reachable, or reachable with a schema that is not in place: not ready either way.
-      if (isConnectionError(err) || !schemaReady) down(err);
+      down(err);
     }
   };
   /** One probe at a time. */

@@ -3,9 +3,10 @@
  * an abort is made real here: a wait for a connection is given up, and a running statement is
  * cancelled on the server (`pg_cancel_backend` from a separate connection); the connection it ran on
  * is then discarded rather than returned to the pool, so no late cancel can hit another request.
+ * A connection that cannot be obtained and one lost while held are told to the hooks apart.
  */
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
-import { isConnectionError, translate } from './errors.js';
+import { isConnectionLost, isPoolBusy, translate, translateConnectFailure } from './errors.js';
 
 /** Runs one statement of a transaction. */
 export type Query = <R extends QueryResultRow = QueryResultRow>(
@@ -18,8 +19,10 @@ export interface SessionHooks {
   cancel(pid: number): void;
   /** A statement succeeded: the database is reachable. */
   succeeded(): void;
-  /** A statement failed because the database is unreachable. */
+  /** No connection could be obtained (other than from a busy pool): the database is away. */
   unreachable(err: unknown): void;
+  /** A connection was lost under a statement: whether the database is away is still to be found. */
+  lost(err: unknown): void;
 }
 
 /** A pooled connection, given up (and released) if `signal` aborts first. */
@@ -79,9 +82,18 @@ function run<R extends QueryResultRow>(
 
 /** Statements and transactions on `pool`; `hooks` hear of cancels and of the database's health. */
 export function createSession(pool: Pool, hooks: SessionHooks) {
-  /** What a request sees of `err`, and whether the connection it came from must be discarded. */
+  /** A pooled connection for a request, or what the request sees when none could be obtained. */
+  const connect = async (signal: AbortSignal) => {
+    try {
+      return await acquire(pool, signal);
+    } catch (err) {
+      if (!signal.aborted && !isPoolBusy(err)) hooks.unreachable(err);
+      throw translateConnectFailure(err, signal);
+    }
+  };
+  /** What a request sees of `err`, met on a connection it holds. */
   const fail = (err: unknown, signal: AbortSignal) => {
-    if (!signal.aborted && isConnectionError(err)) hooks.unreachable(err);
+    if (!signal.aborted && isConnectionLost(err)) hooks.lost(err);
     return translate(err, signal);
   };
 
@@ -92,19 +104,14 @@ export function createSession(pool: Pool, hooks: SessionHooks) {
       values: unknown[],
       signal: AbortSignal,
     ): Promise<R[]> {
-      let client: PoolClient;
-      try {
-        client = await acquire(pool, signal);
-      } catch (err) {
-        throw fail(err, signal);
-      }
+      const client = await connect(signal);
       try {
         const rows = await run<R>(client, text, values, signal, hooks);
         client.release();
         return rows;
       } catch (err) {
         // An aborted or broken connection is closed, not reused.
-        client.release(signal.aborted || isConnectionError(err) ? true : undefined);
+        client.release(signal.aborted || isConnectionLost(err) ? true : undefined);
         throw fail(err, signal);
       }
     },
@@ -115,12 +122,7 @@ export function createSession(pool: Pool, hooks: SessionHooks) {
      * too); once it is sent, the result stands and is returned.
      */
     async transaction<T>(signal: AbortSignal, work: (query: Query) => Promise<T>): Promise<T> {
-      let client: PoolClient;
-      try {
-        client = await acquire(pool, signal);
-      } catch (err) {
-        throw fail(err, signal);
-      }
+      const client = await connect(signal);
       const query: Query = (text, values) => run(client, text, values, signal, hooks);
       let result: T;
       try {
@@ -128,7 +130,7 @@ export function createSession(pool: Pool, hooks: SessionHooks) {
         result = await work(query);
         signal.throwIfAborted();
       } catch (err) {
-        let discard = signal.aborted || isConnectionError(err);
+        let discard = signal.aborted || isConnectionLost(err);
         if (!discard)
           discard = await client.query('ROLLBACK').then(
             () => false,

@@ -81,7 +81,7 @@ export async function createLocalSsoProviders(
 ): Promise<SsoProvidersStore> {
   const now = deps.now ?? (() => new Date());
   const key = path.resolve(file);
-  let loaded: { state: Store; version: string; mode: number };
+  let loaded: { state: Store; version: string };
   try {
     loaded = await load(file);
   } catch (err) {
@@ -90,7 +90,6 @@ export async function createLocalSsoProviders(
   }
   let state = loaded.state;
   let version = loaded.version;
-  const mode = loaded.mode;
   const roles = state.roles === undefined ? undefined : new Set(state.roles);
 
   const observe = (operation: string, started: number) =>
@@ -112,9 +111,13 @@ export async function createLocalSsoProviders(
 
   async function apply(ssoProviderId: number, patch: SsoProviderPatch, signal: AbortSignal) {
     signal.throwIfAborted();
-    // Another instance (the one before a reload) or an operator may have rewritten the file.
+    // Another instance (the one before a reload) or an operator may have rewritten the file, or
+    // changed its permissions (`chmod 600`): the new file keeps the mode the current one has.
+    let mode: number;
     try {
-      if (versionOf(await stat(file)) !== version) ({ state, version } = await load(file));
+      const info = await stat(file);
+      mode = info.mode & 0o777;
+      if (versionOf(info) !== version) ({ state, version } = await load(file));
     } catch (err) {
       if (err instanceof StoreError) throw err;
       throw new Error(`reading the SSO providers file ${file} failed: ${(err as Error).message}`, {
@@ -189,13 +192,13 @@ function applyPatch(
 /** A store file that cannot be used. */
 class StoreError extends Error {}
 
-/** The file's store, which version of the file it is, and its permissions. */
-async function load(file: string): Promise<{ state: Store; version: string; mode: number }> {
+/** The file's store and which version of the file it is. */
+async function load(file: string): Promise<{ state: Store; version: string }> {
   const handle = await open(file, 'r');
   try {
     const info = await handle.stat();
     const state = parseStore(await handle.readFile('utf8'), file);
-    return { state, version: versionOf(info), mode: info.mode & 0o777 };
+    return { state, version: versionOf(info) };
   } finally {
     await handle.close();
   }
@@ -249,6 +252,8 @@ async function writeDurably(file: string, text: string, mode: number, signal: Ab
   try {
     const handle = await open(tmp, 'wx', mode);
     try {
+      // Exactly the mode of the file it replaces, whatever the process's umask.
+      await handle.chmod(mode);
       await handle.writeFile(text);
       await handle.sync();
     } finally {

@@ -1,0 +1,93 @@
+/**
+ * The gateway as a user runs it: `node dist/cli.js --config FILE` in a process of its own, every
+ * stdout line kept (parsed), and ways to wait for a line or for the exit without sleeping.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { ROOT } from './gateway.js';
+
+export type Line = Record<string, unknown>;
+
+export interface GatewayProcess {
+  child: ChildProcess;
+  lines: Line[];
+  stderr(): string;
+  /** The exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+  /** Resolves with the first line matching `pred`, once logged; rejects if the process exits first. */
+  waitFor(pred: (l: Line) => boolean): Promise<Line>;
+  /** Resolves once `n` lines match `pred`. */
+  waitForCount(pred: (l: Line) => boolean, n: number): Promise<void>;
+}
+
+export interface SpawnOptions {
+  /** Node options before the script (`--import` of a test-only module). */
+  nodeArgs?: string[];
+  /** Extra environment variables. */
+  env?: Record<string, string>;
+}
+
+/** Spawns `gateway --config FILE`. */
+export function spawnGateway(configFile: string, options: SpawnOptions = {}): GatewayProcess {
+  const child = spawn(
+    process.execPath,
+    [...(options.nodeArgs ?? []), path.join(ROOT, 'dist', 'cli.js'), '--config', configFile],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } },
+  );
+  const lines: Line[] = [];
+  let stderr = '';
+  child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+  const waiters: Array<() => void> = [];
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
+    lines.push(JSON.parse(l));
+    for (const w of waiters.splice(0)) w();
+  });
+  let gone = false;
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      gone = true;
+      for (const w of waiters.splice(0)) w();
+      resolve(code);
+    }),
+  );
+  const until = async <T>(check: () => T | undefined): Promise<T> => {
+    for (;;) {
+      const found = check();
+      if (found !== undefined) return found;
+      if (gone) throw new Error(`the gateway exited; stderr: ${stderr}`);
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
+  };
+  return {
+    child,
+    lines,
+    stderr: () => stderr,
+    exited,
+    waitFor: (pred) => until(() => lines.find(pred)),
+    waitForCount: (pred, n) =>
+      until(() => (lines.filter(pred).length >= n ? true : undefined)).then(() => {}),
+  };
+}
+
+/** A started gateway process with the ports of its `listening` line. */
+export interface ListeningGateway extends GatewayProcess {
+  port: number;
+  adminPort: number;
+}
+
+/** Spawns the gateway and resolves once it logs `listening`. */
+export async function startGatewayProcess(
+  configFile: string,
+  options: SpawnOptions = {},
+): Promise<ListeningGateway> {
+  const proc = spawnGateway(configFile, options);
+  const listening = await proc.waitFor((l) => l.msg === 'listening');
+  return Object.assign(proc, { port: listening.port as number, adminPort: listening.admin_port as number });
+}
+
+/** Sends SIGTERM (unless already gone) and resolves with the exit code. */
+export function stopGatewayProcess(proc: GatewayProcess): Promise<number | null> {
+  if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGTERM');
+  return proc.exited;
+}
