@@ -73,7 +73,10 @@ export interface JwksKeys {
   ): Promise<{ key: VerifyKey; fingerprint: string }>;
   /** Whether the current set still holds the key with this fingerprint (for cached tokens). */
   holds(fingerprint: string): boolean;
-  /** Stops the refresh timer, aborts a fetch under way and lets waiting requests go. */
+  /**
+   * Stops background refreshes. A fetch under way, and the requests waiting for keys, still finish
+   * (a reload's old configuration drains), into the state the successor shares.
+   */
   close(): void;
 }
 
@@ -83,7 +86,9 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
   const { metrics, logger, source, provider, cooldown } = options;
   const allowed = new Set(options.algorithms);
   const state = options.state ?? newKeySourceState();
-  const stop = new AbortController();
+  // Closed (a reload replaced this configuration): no more background refreshes, but a request
+  // already here still gets its fetch, as old backends drain. The state is shared with the successor.
+  let closed = false;
   const where =
     'jwksUrl' in source
       ? { jwks_url: safeUrl(source.jwksUrl) }
@@ -91,22 +96,21 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
   let inflight: { readonly promise: Promise<void>; readonly startedAt: number } | undefined;
   let lastFetch = Number.NEGATIVE_INFINITY;
   let timer: NodeJS.Timeout | undefined;
-  const wake = sleeper(now, stop.signal);
+  const wake = sleeper(now);
 
   for (const result of RESULTS) metrics?.jwksFetches.inc({ provider, result }, 0);
   metrics?.jwksKeys.set({ provider }, state.keys?.length ?? 0);
 
   const schedule = (ms: number): void => {
     clearTimeout(timer);
-    if (stop.signal.aborted) return;
+    if (closed) return;
     timer = setTimeout(() => void fetchKeys('refresh'), ms);
     timer.unref();
   };
 
   /** One fetch: the discovery document first unless a key fetch can use the key set's URL it named. */
   const load = async (keysOnly: boolean): Promise<void> => {
-    const timeout = AbortSignal.timeout(options.timeout);
-    const signal = AbortSignal.any([timeout, stop.signal]);
+    const signal = AbortSignal.timeout(options.timeout);
     try {
       let url: string;
       if ('jwksUrl' in source) url = source.jwksUrl;
@@ -114,18 +118,17 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
       else url = await discover(source.discoveryUrl, source.issuer, signal);
       const { text, lifetime } = await download(url, signal, JWKS_TYPES);
       const next = await readKeySet(text, allowed);
-      if (stop.signal.aborted) return;
       if (!('jwksUrl' in source)) state.jwksUri = url;
       state.keys = next;
       state.fingerprints = new Set(next.map((k) => k.fingerprint));
       state.problem = undefined;
       metrics?.jwksFetches.inc({ provider, result: 'ok' });
-      metrics?.jwksKeys.set({ provider }, next.length);
+      // A closed manager's provider may be gone from the configuration (its series removed).
+      if (!closed) metrics?.jwksKeys.set({ provider }, next.length);
       logger?.info({ provider, ...where, keys: next.length }, 'jwks loaded');
       schedule(refreshDelay(lifetime, options));
     } catch (err) {
-      if (stop.signal.aborted) return;
-      const result = resultOf(err, timeout.aborted);
+      const result = resultOf(err, signal.aborted);
       state.problem = describe(err);
       metrics?.jwksFetches.inc({ provider, result });
       logger?.warn(
@@ -139,7 +142,6 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
   /** One fetch at a time: a refresh during a fetch shares it. `kid`: caused by an unknown `kid`. */
   const fetchKeys = (why: 'refresh' | 'kid'): Promise<void> => {
     if (inflight !== undefined) return inflight.promise;
-    if (stop.signal.aborted) return Promise.resolve();
     const startedAt = now();
     lastFetch = startedAt;
     if (why === 'kid') state.lastKidFetch = startedAt;
@@ -165,7 +167,6 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
         if (found !== 'unknown' || current.startedAt >= arrived) return found;
         continue;
       }
-      if (stop.signal.aborted) return 'unknown';
       const next = state.lastKidFetch + cooldown;
       if (now() >= next) {
         void fetchKeys('kid');
@@ -205,7 +206,7 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
     },
     holds: (fingerprint) => state.fingerprints.has(fingerprint),
     close() {
-      stop.abort();
+      closed = true;
       clearTimeout(timer);
     },
   };
@@ -213,23 +214,20 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
 
 /**
  * A shared timer for the requests waiting for one instant: `wait(at)` resolves at `at` (the manager's
- * clock) or when `stop` aborts.
+ * clock).
  */
-function sleeper(now: () => number, stop: AbortSignal) {
+function sleeper(now: () => number) {
   let pending: { at: number; promise: Promise<void> } | undefined;
   return (at: number): Promise<void> => {
     if (pending?.at !== at) {
       const entry = { at, promise: Promise.resolve() };
       entry.promise = new Promise<void>((resolve) => {
         const done = () => {
-          clearTimeout(timer);
-          stop.removeEventListener('abort', done);
           // Asked again for the same instant (a clock that stepped back): a new timer, never a spin.
           if (pending === entry) pending = undefined;
           resolve();
         };
-        const timer = setTimeout(done, Math.max(1, at - now()));
-        stop.addEventListener('abort', done, { once: true });
+        setTimeout(done, Math.max(1, at - now())).unref();
       });
       pending = entry;
     }
