@@ -22,7 +22,7 @@ const BEARER_TEXT: Readonly<Record<string, string>> = {
 };
 
 /** The challenges of one configuration. */
-export interface Challenges {
+interface Challenges {
   /** A refused bearer token, by its reason code. */
   bearer(reason: string): string;
   /** A refused signed request (every 401 of that scheme). */

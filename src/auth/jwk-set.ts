@@ -37,7 +37,7 @@ export interface LoadedKey {
 export class InvalidKeySet extends Error {}
 
 /** A `jwks_url` that answers an OpenID discovery document instead of a key set: a common mistake. */
-export class DiscoveryDocumentGiven extends InvalidKeySet {
+class DiscoveryDocumentGiven extends InvalidKeySet {
   constructor() {
     super('a discovery document, not a key set: use discovery: true, or its jwks_uri as jwks_url');
   }

@@ -12,7 +12,7 @@ const MAX_BYTES = 1024 * 1024;
 export type FetchResult = 'ok' | 'error' | 'timeout' | 'invalid';
 
 /** A failed fetch with the result it counts as; the message is a fixed text for the log. */
-export class FetchFailure extends Error {
+class FetchFailure extends Error {
   constructor(
     readonly result: FetchResult,
     message: string,
@@ -22,7 +22,7 @@ export class FetchFailure extends Error {
 }
 
 /** A document and how long the identity provider says it stays fresh (ms). */
-export interface Downloaded {
+interface Downloaded {
   readonly text: string;
   readonly lifetime: number | undefined;
 }

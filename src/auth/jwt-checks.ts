@@ -8,7 +8,7 @@ import type { ClaimsConfig } from '../config/jwt-providers.js';
 import { type PermissionsReader, permissionsReader } from './claims.js';
 
 /** Reason codes of a refused token (`reason` of `gateway_auth_failures_total`). */
-export type JwtFailure =
+type JwtFailure =
   | 'malformed'
   | 'bad_algorithm'
   | 'bad_signature'

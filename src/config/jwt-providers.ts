@@ -35,7 +35,7 @@ export interface ClaimsConfig {
 }
 
 /** The discovery document of `issuer`: one trailing `/` removed, then the well-known path. */
-export function discoveryUrl(issuer: string): string {
+function discoveryUrl(issuer: string): string {
   return `${issuer.endsWith('/') ? issuer.slice(0, -1) : issuer}/.well-known/openid-configuration`;
 }
 
