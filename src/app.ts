@@ -11,8 +11,11 @@ import type { DestinationStream } from 'pino';
 import { createAuthenticate } from './auth/authenticate.js';
 import { FileLocks } from './backends/file-locks.js';
 import { createBackends } from './backends/index.js';
+import type { KeySourceInfo } from './auth/jwt.js';
+import { KeySources } from './auth/key-sources.js';
 import { valueAt } from './config/load.js';
 import type { Config } from './config/schema.js';
+import { configWarnings } from './config/warnings.js';
 import { createClientAddressing, type ClientAddressing } from './http/client-address.js';
 import { answerFramingErrors } from './http/framing.js';
 import { createHandler } from './http/handler.js';
@@ -64,8 +67,10 @@ interface Runtime {
   readonly tokens: Tokens;
   /** Backends reachable and key sources loaded. */
   ready(): boolean;
-  /** Each readiness check by name (`keys`, each backend), for /readyz. */
-  checks(): Record<string, boolean>;
+  /** Each readiness check by name (`keys`, each identity provider, each backend), for /readyz. */
+  checks(): Record<string, boolean | string>;
+  /** The identity providers' key sources. */
+  keySources(): KeySourceInfo[];
   /** Stops what this configuration runs (backends, key refreshes). */
   close(): Promise<void>;
   readonly stages: ReadonlyArray<readonly [string, Stage]>;
@@ -78,15 +83,12 @@ interface Instance {
   readonly logger: Logger;
   readonly metrics: Metrics;
   readonly fileLocks: FileLocks;
+  /** Identity providers' last good keys, kept across reloads (a reload with the source unchanged). */
+  readonly keySources: KeySources;
 }
 
 async function buildRuntime(config: Config, instance: Instance, previous?: Runtime): Promise<Runtime> {
-  const { logger, metrics } = instance;
-  if (config.server.trust_proxy) {
-    logger.warn(
-      'server.trust_proxy: true trusts every X-Forwarded-For hop, so any client can choose its address: list your proxies in server.trusted_proxies instead',
-    );
-  }
+  const { logger, metrics, keySources } = instance;
   const tmpDir = config.server.tmp_dir ?? tmpdir();
   await access(tmpDir, constants.W_OK).catch((err: Error) => {
     throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
@@ -96,6 +98,7 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
   const authenticate = createAuthenticate({
     tokens: tokens.registry,
     logger,
+    keySources,
     auth: config.auth,
     server: config.server,
     metrics,
@@ -117,19 +120,21 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
       ...(passthrough && { passthrough }),
     },
   });
-  const checks = () => ({
-    keys: authenticate.ready(),
+  /** What must be ready besides the key sources (whose own rule says which provider is required). */
+  const stores = (): Record<string, boolean> => ({
     ...backends.checks(),
     ...tokens.checks(),
     ...(passthrough && { passthrough: passthrough.ready?.() ?? true }),
   });
+  const checks = () => ({ keys: authenticate.ready(), ...authenticate.checks(), ...stores() });
   return {
     config,
     stages,
     addressing: createClientAddressing(config.server),
     tokens,
-    ready: () => Object.values(checks()).every(Boolean),
+    ready: () => authenticate.ready() && Object.values(stores()).every(Boolean),
     checks,
+    keySources: () => authenticate.sources(),
     async close() {
       authenticate.close();
       await Promise.allSettled([backends.close(), tokens.close(), passthrough?.close?.()]);
@@ -142,7 +147,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const root = createLogger(config.logging.level, options.logDestination);
   const logger = options.worker === undefined ? root : root.child({ worker: options.worker });
   const metrics = createMetrics();
-  const instance: Instance = { logger, metrics, fileLocks: new FileLocks() };
+  const instance: Instance = { logger, metrics, fileLocks: new FileLocks(), keySources: new KeySources() };
+  const { keySources } = instance;
+  warn(logger, config);
   let runtime = await buildRuntime(config, instance);
   let draining = false;
   let faulted = false;
@@ -203,8 +210,22 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       const built = await buildRuntime(next, instance, old);
       // The new configuration takes over once its key sources and backends are ready (a JWKS
       // fetched, an upstream probed), so a reload does not flip /readyz; bounded, it never hangs.
+      // An unchanged key source starts from its last good keys; a new one that cannot load keys in
+      // time fails the reload, and the old configuration stays.
       await readyWithin(built, RELOAD_READY_WAIT);
+      const before = new Set(old.keySources().map((s) => s.id));
+      const missing = built.keySources().filter((s) => s.required && !s.loaded && !before.has(s.id));
+      if (missing.length > 0) {
+        await built.close();
+        keySources.retain(before);
+        dropKeyGauges(metrics, built, old);
+        const names = missing.map((s) => `${s.at} (${s.name})`).join(', ');
+        throw new Error(`${names}: no keys loaded within ${RELOAD_READY_WAIT / 1000} s`);
+      }
       runtime = built;
+      keySources.retain(built.keySources().map((s) => s.id));
+      dropKeyGauges(metrics, old, built);
+      warn(logger, next);
       logger.level = next.logging.level;
       const restartOnly = [
         'server.host',
@@ -247,6 +268,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await runtime.close();
     logger.info('stopped');
   }
+}
+
+/** Removes the `gateway_jwks_keys` series of the providers of `gone` that `kept` does not have. */
+function dropKeyGauges(metrics: Metrics, gone: Runtime, kept: Runtime): void {
+  const names = new Set(kept.keySources().map((s) => s.name));
+  for (const s of gone.keySources()) if (!names.has(s.name)) metrics.jwksKeys.remove({ provider: s.name });
+}
+
+/** Logs what `check-config` warns about (each `key.path: reason`). */
+function warn(logger: Logger, config: Config): void {
+  for (const warning of configWarnings(config)) logger.warn({ warning }, 'configuration warning');
 }
 
 /** How long a reload waits for the new configuration to be ready before it takes over anyway. */

@@ -2,8 +2,8 @@
 /**
  * The `gateway` command: `gateway --config FILE` starts the gateway, `gateway check-config FILE
  * [--resolve]` validates a configuration, `gateway sign ...` prints signed-request headers,
- * `gateway migrate` and `gateway import` prepare and fill the PostgreSQL store, `gateway tokens ...`
- * manages the token store.
+ * `gateway verify ...` explains a signed request's signature, `gateway migrate` and `gateway import`
+ * prepare and fill the PostgreSQL store, `gateway tokens ...` manages the token store.
  */
 import { parseArgs } from 'node:util';
 import { runImport } from './cli/import.js';
@@ -11,13 +11,17 @@ import { runMigrate } from './cli/migrate.js';
 import { runSign } from './cli/sign.js';
 import { shadowedTokens } from './cli/tokens-check.js';
 import { runTokens } from './cli/tokens.js';
+import { runVerify } from './cli/verify.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
+import { configWarnings } from './config/warnings.js';
 import { runGateway } from './main.js';
 
 const USAGE = `usage:
   gateway --config FILE                      start the gateway
   gateway check-config FILE [--resolve]      validate a configuration (exit 0 or 1)
   gateway sign --token-id ID --method M --uri PATH[?QUERY] [...]   print signed-request headers
+  gateway verify --token-id ID --method M --uri U --date D --signature S [--body FILE]
+                                             replay a captured request's signature step by step
   gateway migrate --postgres URL             apply the PostgreSQL schema migrations
   gateway import --postgres URL [--sso-providers FILE] [--asset-group-tags FILE]
                                              load the local JSON stores into PostgreSQL
@@ -27,8 +31,8 @@ const USAGE = `usage:
 
 async function main(argv: string[]): Promise<number> {
   const [command] = argv;
-  if (command === 'sign') {
-    return runSign(argv.slice(1), {
+  if (command === 'sign' || command === 'verify') {
+    return (command === 'sign' ? runSign : runVerify)(argv.slice(1), {
       stdout: (s) => process.stdout.write(s),
       stderr: (s) => process.stderr.write(s),
       env: process.env,
@@ -95,6 +99,7 @@ async function checkConfig(args: string[]): Promise<number> {
     process.stderr.write(`${file}: ${err.message}\n`);
     return 1;
   }
+  for (const warning of configWarnings(config)) process.stderr.write(`${file}: warning: ${warning}\n`);
   // Resolved, the token store's URL can be read: say which YAML tokens it overrides.
   if (parsed.values.resolve === true) {
     for (const warning of await shadowedTokens(config))

@@ -14,12 +14,22 @@ export class GatewayError extends Error {
   readonly headers: Readonly<Record<string, string>> | undefined;
   /** Internal reason for logs and metrics; never sent to the client. */
   readonly reason: string | undefined;
+  /** Further entries of the envelope's `errors`, after this error's own (a mismatch explained). */
+  readonly details: ReadonlyArray<{ readonly context: string; readonly message: string }> | undefined;
+  /** Fields for the request's log line only (already bounded and cleaned); never sent. */
+  readonly log: Readonly<Record<string, string>> | undefined;
 
   constructor(
     status: number,
     context: string,
     message: string,
-    options: { headers?: Record<string, string>; reason?: string; cause?: unknown } = {},
+    options: {
+      headers?: Record<string, string>;
+      reason?: string;
+      cause?: unknown;
+      details?: Array<{ context: string; message: string }>;
+      log?: Record<string, string>;
+    } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'GatewayError';
@@ -27,6 +37,8 @@ export class GatewayError extends Error {
     this.context = context;
     this.headers = options.headers;
     this.reason = options.reason;
+    this.details = options.details;
+    this.log = options.log;
   }
 }
 
@@ -106,8 +118,12 @@ export const errors = {
       'header:Authorization',
       `Unexpected authorization scheme: ${/^[a-z0-9-]{1,20}$/.test(scheme) ? scheme : '<not shown>'}.`,
     ),
-  tokenFailed: (reason: string) =>
-    new GatewayError(401, 'header:Authorization', 'Token Authorization failed.', { reason }),
+  /** `log`: fields for the request's log line (the unknown `kid`, cut and cleaned). */
+  tokenFailed: (reason: string, log?: Record<string, string>) =>
+    new GatewayError(401, 'header:Authorization', 'Token Authorization failed.', {
+      reason,
+      ...(log ? { log } : {}),
+    }),
   tokenIdMalformed: () => new GatewayError(400, 'header:Authorization', 'Token ID is malformed.'),
   noRequestDate: () =>
     new GatewayError(400, 'header:RequestDate', `${SIGNATURE_PREFIX}no request date header`),
@@ -133,13 +149,15 @@ export const errors = {
       `${SIGNATURE_PREFIX}request date offset exceeds max_utc_offset`,
       { reason: 'utc_offset' },
     ),
-  digestMismatch: () =>
+  /** `signed`: what the gateway signed (`signed: <METHOD> <target> | hour … | body …`), a second error. */
+  digestMismatch: (signed?: string) =>
     new GatewayError(
       401,
       'header:Signature',
       `${SIGNATURE_PREFIX}digest validation failed: signature digest mismatch`,
       {
         reason: 'digest_mismatch',
+        ...(signed === undefined ? {} : { details: [{ context: 'signature', message: signed }] }),
       },
     ),
   notAuthorized: () => new GatewayError(403, 'permission', 'not authorized'),

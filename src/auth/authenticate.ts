@@ -13,8 +13,11 @@ import { deadlineOf } from '../http/deadline.js';
 import { singleHeader } from '../http/headers.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import { challengesFor } from './challenge.js';
+import { signedSummary } from './explain.js';
 import type { Identity } from './identity.js';
-import { createJwtVerifier } from './jwt.js';
+import { createJwtVerifier, type KeySourceInfo } from './jwt.js';
+import type { KeySources } from './key-sources.js';
 import { RequestKeys } from '../signing/request-keys.js';
 import { parseRequestDate } from '../signing/request-date.js';
 import { canonicalTokenId } from '../signing/token-id.js';
@@ -33,20 +36,26 @@ export interface AuthenticateDeps {
   logger?: Logger;
   /** The signed-request tokens (default: the YAML list alone); the caller closes it. */
   tokens?: TokenRegistry;
+  /** Identity providers' key source states, kept by the app across reloads. */
+  keySources?: KeySources;
 }
 
 type Scheme = 'signature' | 'bearer' | 'none';
 
-/** The authenticate stage for one configuration; writes `ctx.identity` and `ctx.body`. */
 /** The authenticate stage, with the readiness of its key sources and a way to stop their timers. */
 export interface Authenticator {
   (ctx: RequestContext): Promise<void>;
-  /** False until every configured key source (a JWKS) has loaded its keys. */
+  /** False until every required key source (an identity provider's keys) has loaded its keys. */
   ready(): boolean;
+  /** Each identity provider's readiness, for `/readyz`. */
+  checks(): Record<string, boolean | string>;
+  /** Every identity provider's key source. */
+  sources(): KeySourceInfo[];
   /** Stops background work (key refreshes). */
   close(): void;
 }
 
+/** The authenticate stage for one configuration; writes `ctx.identity` and `ctx.body`. */
 export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const now = deps.now ?? Date.now;
   const { server, metrics } = deps;
@@ -57,10 +66,13 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const requestKeys = new RequestKeys();
   // A revoked, rotated or removed token's cached signing keys go with it.
   tokens.onDrop((id) => requestKeys.forget(id));
+  const explainMismatch = deps.auth.signature.explain_mismatch;
+  const challenges = challengesFor(deps.auth);
   const jwt = createJwtVerifier(deps.auth.jwt, {
     now,
     metrics,
     ...(deps.logger ? { logger: deps.logger } : {}),
+    ...(deps.keySources ? { keySources: deps.keySources } : {}),
   });
 
   const bodyOptions = (ctx: RequestContext, onChunk?: (chunk: Buffer) => void): BodyOptions => {
@@ -76,11 +88,24 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     };
   };
 
-  /** Counts and logs a refusal by its reason code (never a header value), then throws `err`. */
+  /**
+   * Counts and logs a refusal by its reason code (never a header value), then throws `err`. Every
+   * 401 of every scheme gets its `WWW-Authenticate` here, in this one place.
+   */
   const refuse = (ctx: RequestContext, scheme: Scheme, reason: string, err: GatewayError): never => {
     metrics.authFailures.inc({ scheme, reason });
     ctx.log.auth_failure = reason;
+    if (err.log) Object.assign(ctx.log, err.log);
     if (scheme !== 'none') ctx.log.auth_scheme = scheme;
+    if (err.status === 401) {
+      const challenge =
+        scheme === 'bearer'
+          ? challenges.bearer(reason)
+          : scheme === 'signature'
+            ? challenges.signature
+            : challenges.none;
+      ctx.res.setHeader('WWW-Authenticate', challenge);
+    }
     throw err;
   };
 
@@ -122,8 +147,12 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
       bodyOptions(ctx, (chunk) => digests.forEach((d) => d.update(chunk))),
     );
     if (!digests.map((d) => signaturesEqual(d.digest(), given)).includes(true)) {
+      // What was signed, for the response body only (it holds the query): never logged.
+      const summary = explainMismatch
+        ? await signedSummary(method, ctx.rawTarget, date, body).catch(() => undefined)
+        : undefined;
       await body.dispose();
-      return refuse(ctx, 'signature', 'digest_mismatch', errors.digestMismatch());
+      return refuse(ctx, 'signature', 'digest_mismatch', errors.digestMismatch(summary));
     }
     accept(ctx, token.identity);
     token.used();
@@ -134,9 +163,13 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const bearer = async (ctx: RequestContext, token: string): Promise<void> => {
     let identity: Identity;
     try {
-      identity = await jwt.verify(token);
+      // An unknown `kid` may wait for the identity provider's keys, within the request's deadline.
+      identity = await jwt.verify(token, { expiresAt: ctx.deadline?.expiresAt, signal: deadlineOf(ctx) });
     } catch (err) {
-      if (err instanceof GatewayError) return refuse(ctx, 'bearer', err.reason ?? 'malformed', err);
+      // The deadline or a client gone while waiting is no refusal of the token.
+      if (err instanceof GatewayError && err.status === 401) {
+        return refuse(ctx, 'bearer', err.reason ?? 'malformed', err);
+      }
       throw err;
     }
     const body = await readBody(ctx.req, bodyOptions(ctx));
@@ -157,7 +190,12 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     if (scheme === signatureScheme) return signed(ctx, credential, headers);
     return refuse(ctx, 'none', 'unknown_scheme', errors.authUnknownScheme(scheme));
   };
-  return Object.assign(stage, { ready: () => jwt.ready(), close: () => jwt.close() });
+  return Object.assign(stage, {
+    ready: () => jwt.ready(),
+    checks: () => jwt.checks(),
+    sources: () => jwt.sources(),
+    close: () => jwt.close(),
+  });
 }
 
 /**

@@ -5,7 +5,7 @@
  * is left out here, not refused later per request.
  */
 import { calculateJwkThumbprint, importJWK, type JWK } from 'jose';
-import { ASYMMETRIC_ALGORITHMS as ALGORITHMS } from '../config/schema.js';
+import { ASYMMETRIC_ALGORITHMS as ALGORITHMS } from '../config/jwt-schema.js';
 
 /** A key ready to verify with: what jose's `jwtVerify` accepts. */
 export type VerifyKey = Awaited<ReturnType<typeof importJWK>>;
@@ -36,6 +36,13 @@ export interface LoadedKey {
 /** A key set that cannot be used (the previous one keeps serving); the message goes to the log. */
 export class InvalidKeySet extends Error {}
 
+/** A `jwks_url` that answers an OpenID discovery document instead of a key set: a common mistake. */
+class DiscoveryDocumentGiven extends InvalidKeySet {
+  constructor() {
+    super('a discovery document, not a key set: use discovery: true, or its jwks_uri as jwks_url');
+  }
+}
+
 /**
  * The usable keys of a JWKS document, for the `allowed` algorithms. Throws `InvalidKeySet` when the
  * document is not a key set or holds no usable key; individual unusable keys are skipped.
@@ -48,7 +55,10 @@ export async function readKeySet(text: string, allowed: ReadonlySet<string>): Pr
     throw new InvalidKeySet('not JSON');
   }
   const list = isObject(doc) ? doc.keys : undefined;
-  if (!Array.isArray(list)) throw new InvalidKeySet('no "keys" array');
+  if (!Array.isArray(list)) {
+    if (isObject(doc) && typeof doc.jwks_uri === 'string') throw new DiscoveryDocumentGiven();
+    throw new InvalidKeySet('no "keys" array');
+  }
   if (list.length > MAX_KEYS) throw new InvalidKeySet(`more than ${MAX_KEYS} keys`);
   const keys: LoadedKey[] = [];
   for (const jwk of list) {

@@ -1,24 +1,40 @@
 /**
- * The key manager of `auth.jwt.jwks_url`. jose's `createRemoteJWKSet` neither refreshes in the
- * background nor keeps the last good keys when a fetch fails, and refetches on any unknown `kid`
- * once its own short cooldown passed; this one is built on jose's primitives (`importJWK`, see
- * `jwk-set.ts`) and:
- * - fetches at start and again before the keys go stale (the response's `max-age`, within bounds);
- * - keeps serving the last good keys while the identity provider is down or answers garbage;
- * - on an unknown `kid`, refetches at most once per cooldown, one fetch shared by every request
- *   waiting on it: a flood of made-up `kid`s cannot be turned against the identity provider;
+ * The key manager of one identity provider (contract §3, Bearer JWT). jose's `createRemoteJWKSet`
+ * neither refreshes in the background nor keeps the last good keys when a fetch fails; this one is
+ * built on jose's primitives (`importJWK`, see `jwk-set.ts`) and:
+ * - fetches at start and again before the keys go stale (the response's `max-age`, within bounds),
+ *   re-reading the discovery document first when the keys come from discovery;
+ * - keeps serving the last good keys while the identity provider is down or answers garbage, across
+ *   reloads too (its state lives in `key-sources.ts`);
+ * - on an unknown `kid`, fetches at once unless a fetch *caused by an unknown kid* started within the
+ *   cooldown; a request inside that cooldown waits for the next allowed fetch when it comes before
+ *   the request's deadline (at most `MAX_WAITING` per process). A rotation is therefore never refused,
+ *   and a flood of made-up `kid`s costs the provider at most one fetch per cooldown;
  * - bounds every fetch in time and size.
  */
 import { errors } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import { InvalidKeySet, type LoadedKey, lookUp, readKeySet, type VerifyKey } from './jwk-set.js';
+import { describe, discover, download, type FetchResult, resultOf, safeUrl } from './jwks-fetch.js';
+import { type Lookup, lookUp, readKeySet, type VerifyKey } from './jwk-set.js';
+import { type KeySourceState, newKeySourceState } from './key-sources.js';
 
-/** The largest key set document read; a larger one is refused as garbage. */
-const MAX_BYTES = 1024 * 1024;
+/** Requests of the whole process that may wait for a cooldown to end; beyond, refused at once. */
+export const MAX_WAITING = 1000;
+/** Requests now waiting for a cooldown to end, over every provider of the process. */
+let waiting = 0;
+
+const RESULTS: readonly FetchResult[] = ['ok', 'error', 'timeout', 'invalid'];
+const JWKS_TYPES = 'application/jwk-set+json, application/json';
+
+/** Where a provider's keys come from: a key set, or the discovery document that names one. */
+export type KeySource =
+  { readonly jwksUrl: string } | { readonly discoveryUrl: string; readonly issuer: string };
 
 export interface JwksOptions {
-  url: string;
+  source: KeySource;
+  /** The `provider` label of the metrics and log lines. */
+  provider: string;
   /** Bound of one fetch, body included (ms). */
   timeout: number;
   /** Longest time between background refreshes (ms); also the interval without `max-age`. */
@@ -27,161 +43,221 @@ export interface JwksOptions {
   cooldown: number;
   /** The algorithms keys may verify. */
   algorithms: readonly string[];
+  /** What this source learnt before (a reload with the source unchanged); a new state when absent. */
+  state?: KeySourceState;
   metrics?: Metrics;
   logger?: Logger;
   now?: () => number;
+}
+
+/** How long a request may wait for keys: its deadline (the manager's clock, ms) and its signal. */
+export interface KeyWait {
+  readonly deadline?: number;
+  readonly signal?: AbortSignal;
 }
 
 /** The keys of one identity provider, kept fresh in the background. */
 export interface JwksKeys {
   /** True once a key set has been loaded (it stays true: the last good keys keep serving). */
   ready(): boolean;
+  /** What `/readyz` says: true when loaded, else false or why (a discovery document at jwks_url). */
+  status(): true | false | string;
   /**
-   * The key for a token's `alg` and `kid`, refetching the set when the `kid` is new and the cooldown
+   * The key for a token's `alg` and `kid`, fetching the set when the `kid` is new as the cooldown
    * allows; before the first load, waits for the fetch under way. Throws the catalogue's 401.
    */
-  resolve(alg: string, kid: string | undefined): Promise<{ key: VerifyKey; fingerprint: string }>;
+  resolve(
+    alg: string,
+    kid: string | undefined,
+    wait?: KeyWait,
+  ): Promise<{ key: VerifyKey; fingerprint: string }>;
   /** Whether the current set still holds the key with this fingerprint (for cached tokens). */
   holds(fingerprint: string): boolean;
-  /** Stops the refresh timer and aborts a fetch under way. */
+  /**
+   * Stops background refreshes. A fetch under way, and the requests waiting for keys, still finish
+   * (a reload's old configuration drains), into the state the successor shares.
+   */
   close(): void;
 }
 
-type FetchResult = 'ok' | 'error' | 'timeout' | 'invalid';
-
-/** Starts fetching `options.url` at once; see `JwksKeys`. */
+/** Starts fetching at once (unless the state already holds keys, which then serve meanwhile). */
 export function createJwksKeys(options: JwksOptions): JwksKeys {
   const now = options.now ?? Date.now;
-  const { metrics, logger } = options;
+  const { metrics, logger, source, provider, cooldown } = options;
   const allowed = new Set(options.algorithms);
-  const stop = new AbortController();
-  const where = safeUrl(options.url);
-  let keys: readonly LoadedKey[] | undefined;
-  let fingerprints = new Set<string>();
-  let inflight: Promise<void> | undefined;
-  let lastFetch = -Infinity;
+  const state = options.state ?? newKeySourceState();
+  // Closed (a reload replaced this configuration): no more background refreshes, but a request
+  // already here still gets its fetch, as old backends drain. The state is shared with the successor.
+  let closed = false;
+  const where =
+    'jwksUrl' in source
+      ? { jwks_url: safeUrl(source.jwksUrl) }
+      : { discovery_url: safeUrl(source.discoveryUrl) };
+  let inflight: { readonly promise: Promise<void>; readonly startedAt: number } | undefined;
+  let lastFetch = Number.NEGATIVE_INFINITY;
   let timer: NodeJS.Timeout | undefined;
+  const wake = sleeper(now);
+
+  for (const result of RESULTS) metrics?.jwksFetches.inc({ provider, result }, 0);
+  metrics?.jwksKeys.set({ provider }, state.keys?.length ?? 0);
 
   const schedule = (ms: number): void => {
     clearTimeout(timer);
-    if (stop.signal.aborted) return;
-    timer = setTimeout(() => void fetchKeys(), ms);
+    if (closed) return;
+    timer = setTimeout(() => void fetchKeys('refresh'), ms);
     timer.unref();
   };
 
-  const load = async (): Promise<void> => {
-    const timeout = AbortSignal.timeout(options.timeout);
+  /** One fetch: the discovery document first unless a key fetch can use the key set's URL it named. */
+  const load = async (keysOnly: boolean): Promise<void> => {
+    const signal = AbortSignal.timeout(options.timeout);
     try {
-      const { text, lifetime } = await download(options.url, AbortSignal.any([timeout, stop.signal]));
+      let url: string;
+      if ('jwksUrl' in source) url = source.jwksUrl;
+      else if (keysOnly && state.jwksUri !== undefined) url = state.jwksUri;
+      else url = await discover(source.discoveryUrl, source.issuer, signal);
+      const { text, lifetime } = await download(url, signal, JWKS_TYPES);
       const next = await readKeySet(text, allowed);
-      if (stop.signal.aborted) return;
-      keys = next;
-      fingerprints = new Set(next.map((k) => k.fingerprint));
-      metrics?.jwksFetches.inc({ result: 'ok' });
-      metrics?.jwksKeys.set(next.length);
-      logger?.info({ jwks_url: where, keys: next.length }, 'jwks loaded');
+      if (!('jwksUrl' in source)) state.jwksUri = url;
+      state.keys = next;
+      state.fingerprints = new Set(next.map((k) => k.fingerprint));
+      state.problem = undefined;
+      metrics?.jwksFetches.inc({ provider, result: 'ok' });
+      // A closed manager's provider may be gone from the configuration (its series removed).
+      if (!closed) metrics?.jwksKeys.set({ provider }, next.length);
+      logger?.info({ provider, ...where, keys: next.length }, 'jwks loaded');
       schedule(refreshDelay(lifetime, options));
     } catch (err) {
-      if (stop.signal.aborted) return;
-      const result = resultOf(err, timeout.aborted);
-      metrics?.jwksFetches.inc({ result });
+      const result = resultOf(err, signal.aborted);
+      state.problem = describe(err);
+      metrics?.jwksFetches.inc({ provider, result });
       logger?.warn(
-        { jwks_url: where, result, reason: describe(err), keys_kept: keys?.length ?? 0 },
+        { provider, ...where, result, reason: state.problem, keys_kept: state.keys?.length ?? 0 },
         'jwks fetch failed',
       );
-      schedule(options.cooldown);
+      schedule(cooldown);
     }
   };
 
-  /** One fetch at a time: every caller during a fetch shares it. */
-  const fetchKeys = (): Promise<void> => {
-    if (inflight === undefined && !stop.signal.aborted) {
-      lastFetch = now();
-      inflight = load().finally(() => {
-        inflight = undefined;
-      });
-    }
-    return inflight ?? Promise.resolve();
+  /** One fetch at a time: a refresh during a fetch shares it. `kid`: caused by an unknown `kid`. */
+  const fetchKeys = (why: 'refresh' | 'kid'): Promise<void> => {
+    if (inflight !== undefined) return inflight.promise;
+    const startedAt = now();
+    lastFetch = startedAt;
+    if (why === 'kid') state.lastKidFetch = startedAt;
+    const promise = load(why === 'kid').finally(() => {
+      inflight = undefined;
+    });
+    inflight = { promise, startedAt };
+    return promise;
   };
 
-  /** The fetch under way, or a new one when the cooldown allows; undefined when neither. */
-  const refetch = (): Promise<void> | undefined =>
-    inflight ?? (now() - lastFetch >= options.cooldown ? fetchKeys() : undefined);
+  /**
+   * Looks `kid` up again after a fetch that started once it was found unknown: joins a fetch under
+   * way (enough if it started after this request arrived), starts one when the cooldown allows, or
+   * waits for the cooldown's end when that comes before the deadline and few enough wait.
+   */
+  const afterFetch = async (alg: string, kid: string | undefined, wait: KeyWait): Promise<Lookup> => {
+    const arrived = now();
+    for (;;) {
+      const current = inflight;
+      if (current !== undefined) {
+        await within(current.promise, wait.signal);
+        const found = lookUp(state.keys ?? [], alg, kid);
+        if (found !== 'unknown' || current.startedAt >= arrived) return found;
+        continue;
+      }
+      const next = state.lastKidFetch + cooldown;
+      if (now() >= next) {
+        void fetchKeys('kid');
+        continue;
+      }
+      if (next >= (wait.deadline ?? Number.POSITIVE_INFINITY) || waiting >= MAX_WAITING) return 'unknown';
+      waiting += 1;
+      try {
+        await within(wake(next), wait.signal);
+      } finally {
+        waiting -= 1;
+      }
+    }
+  };
 
-  void fetchKeys();
+  if (state.keys === undefined) void fetchKeys('refresh');
+  else schedule(0);
 
   return {
-    ready: () => keys !== undefined,
-    async resolve(alg, kid) {
-      if (keys === undefined) await refetch();
-      if (keys === undefined) throw errors.tokenFailed('jwks_unavailable');
-      let found = lookUp(keys, alg, kid);
-      if (found === 'unknown') {
-        const pending = refetch();
-        if (pending !== undefined) {
-          await pending;
-          found = lookUp(keys, alg, kid);
-        }
+    ready: () => state.keys !== undefined,
+    status: () =>
+      state.keys !== undefined || (state.problem === undefined ? false : `not ready: ${state.problem}`),
+    async resolve(alg, kid, wait = {}) {
+      if (state.keys === undefined) {
+        // Before the first load: the fetch under way, or a retry when the cooldown allows.
+        const first = inflight?.promise ?? (now() - lastFetch >= cooldown ? fetchKeys('refresh') : undefined);
+        if (first !== undefined) await within(first, wait.signal);
       }
-      if (typeof found === 'string') throw errors.tokenFailed(found === 'unknown' ? 'unknown_kid' : found);
+      if (state.keys === undefined) throw errors.tokenFailed('jwks_unavailable');
+      let found = lookUp(state.keys, alg, kid);
+      if (found === 'unknown') found = await afterFetch(alg, kid, wait);
+      if (found === 'unknown') {
+        throw errors.tokenFailed('unknown_kid', kid === undefined ? undefined : { kid: shownKid(kid) });
+      }
+      if (typeof found === 'string') throw errors.tokenFailed(found);
       return found;
     },
-    holds: (fingerprint) => fingerprints.has(fingerprint),
+    holds: (fingerprint) => state.fingerprints.has(fingerprint),
     close() {
-      stop.abort();
+      closed = true;
       clearTimeout(timer);
     },
   };
 }
 
-/** A failed fetch with the result it counts as. */
-class FetchFailure extends Error {
-  constructor(
-    readonly result: FetchResult,
-    message: string,
-  ) {
-    super(message);
-  }
+/**
+ * A shared timer for the requests waiting for one instant: `wait(at)` resolves at `at` (the manager's
+ * clock).
+ */
+function sleeper(now: () => number) {
+  let pending: { at: number; promise: Promise<void> } | undefined;
+  return (at: number): Promise<void> => {
+    if (pending?.at !== at) {
+      const entry = { at, promise: Promise.resolve() };
+      entry.promise = new Promise<void>((resolve) => {
+        const done = () => {
+          // Asked again for the same instant (a clock that stepped back): a new timer, never a spin.
+          if (pending === entry) pending = undefined;
+          resolve();
+        };
+        setTimeout(done, Math.max(1, at - now())).unref();
+      });
+      pending = entry;
+    }
+    return pending.promise;
+  };
 }
 
-/** The key set document and how long the identity provider says it stays fresh (ms). */
-async function download(url: string, signal: AbortSignal): Promise<{ text: string; lifetime?: number }> {
-  const res = await fetch(url, {
-    signal,
-    // Never followed: the configured URL is the one trusted for keys.
-    redirect: 'manual',
-    headers: { accept: 'application/jwk-set+json, application/json' },
+/**
+ * `promise`, or its rejection with `signal`'s reason when that comes first: a request whose deadline
+ * fires (504) or whose client goes away stops waiting; the shared fetch goes on for the others.
+ */
+function within(promise: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener('abort', abort, { once: true });
+    void promise.then(() => {
+      signal.removeEventListener('abort', abort);
+      resolve();
+    });
   });
-  if (res.status >= 300 && res.status < 400) {
-    await res.body?.cancel();
-    throw new FetchFailure('error', `redirect refused (status ${res.status})`);
-  }
-  if (res.status !== 200) {
-    await res.body?.cancel();
-    throw new FetchFailure('error', `status ${res.status}`);
-  }
-  if (Number(res.headers.get('content-length')) > MAX_BYTES) {
-    await res.body?.cancel();
-    throw new FetchFailure('invalid', 'larger than 1 MiB');
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of res.body ?? []) {
-    size += chunk.byteLength;
-    if (size > MAX_BYTES) throw new FetchFailure('invalid', 'larger than 1 MiB');
-    chunks.push(chunk);
-  }
-  return { text: Buffer.concat(chunks).toString('utf8'), lifetime: lifetimeOf(res.headers) };
 }
 
-/** `max-age` less `Age` (ms); 0 for `no-cache`/`no-store`; undefined when the response says nothing. */
-function lifetimeOf(headers: Headers): number | undefined {
-  const control = headers.get('cache-control') ?? '';
-  if (/(?:^|,)\s*no-(?:cache|store)\b/i.test(control)) return 0;
-  const maxAge = /(?:^|,)\s*max-age\s*=\s*"?(\d+)"?/i.exec(control)?.[1];
-  if (maxAge === undefined) return undefined;
-  const age = Number(headers.get('age')) || 0;
-  return Math.max(0, Number(maxAge) - age) * 1000;
+/** A `kid` as it may appear in a log line: cut at 64 characters, control characters replaced. */
+function shownKid(kid: string): string {
+  return Array.from(kid)
+    .slice(0, 64)
+    .join('')
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
 }
 
 /**
@@ -192,25 +268,4 @@ function lifetimeOf(headers: Headers): number | undefined {
 function refreshDelay(lifetime: number | undefined, options: JwksOptions): number {
   if (lifetime === undefined) return options.refreshInterval;
   return Math.min(options.refreshInterval, Math.max(options.cooldown, lifetime * 0.9));
-}
-
-/** The `result` label of a failed fetch. */
-function resultOf(err: unknown, timedOut: boolean): FetchResult {
-  if (timedOut) return 'timeout';
-  if (err instanceof InvalidKeySet) return 'invalid';
-  return err instanceof FetchFailure ? err.result : 'error';
-}
-
-/** The reason of a failure for the log: a fixed text, never a response body. */
-function describe(err: unknown): string {
-  if (err instanceof FetchFailure || err instanceof InvalidKeySet) return err.message;
-  const cause = (err as { cause?: { code?: unknown } }).cause;
-  if (typeof cause?.code === 'string') return cause.code;
-  return err instanceof Error ? err.name : 'unknown';
-}
-
-/** The URL without a query (which might carry a credential), for log lines. */
-function safeUrl(url: string): string {
-  const u = new URL(url);
-  return `${u.origin}${u.pathname}`;
 }

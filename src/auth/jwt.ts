@@ -1,51 +1,57 @@
 /**
- * Bearer JWTs, verified with jose: HS256 against `hs256_secret`, the asymmetric algorithms against
- * the keys of `jwks_url` (see `jwks.ts`). Every failure becomes the catalogue's 401 `Token
- * Authorization failed.` carrying a low-cardinality reason code for the log and the metric, never
- * for the client.
+ * Bearer JWTs, verified with jose: HS256 against `hs256_secret` only (with `auth.jwt`'s issuer and
+ * audience), the asymmetric algorithms against the keys of the identity provider the token's `iss`
+ * picks (`jwks_url`, or an entry of `issuers`; see `jwks.ts`). Every failure becomes the catalogue's
+ * 401 `Token Authorization failed.` carrying a low-cardinality reason code for the log, the metric
+ * and `WWW-Authenticate`, never the token.
  */
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import {
+  decodeJwt,
+  decodeProtectedHeader,
   type JWSHeaderParameters,
   type JWTPayload,
-  type JWTVerifyOptions,
-  errors as jose,
+  type JWTVerifyGetKey,
   jwtVerify,
 } from 'jose';
-import type { Config } from '../config/schema.js';
+import { jwtClaims, type JwtProvider, jwtProviders } from '../config/jwt-providers.js';
+import type { JwtConfig } from '../config/schema.js';
 import { errors, GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Identity } from './identity.js';
-import { ASYMMETRIC_ALGORITHMS, type VerifyKey } from './jwk-set.js';
+import { ASYMMETRIC_ALGORITHMS } from './jwk-set.js';
 import { createJwksKeys, type JwksKeys } from './jwks.js';
+import { type Checker, checker, expiryOf, reasonOf } from './jwt-checks.js';
+import type { KeySources } from './key-sources.js';
 import { createTokenCache } from './token-cache.js';
 
-type JwtConfig = Config['auth']['jwt'];
+/** How long a request may wait for keys: its deadline (`performance.now()` ms) and signal. */
+export interface TokenWait {
+  readonly expiresAt?: number | undefined;
+  readonly signal?: AbortSignal;
+}
 
-/** Reason codes of a refused token (`reason` of `gateway_auth_failures_total`). */
-export type JwtFailure =
-  | 'malformed'
-  | 'bad_algorithm'
-  | 'bad_signature'
-  | 'expired'
-  | 'too_old'
-  | 'not_yet_valid'
-  | 'missing_exp'
-  | 'missing_iat'
-  | 'bad_issuer'
-  | 'bad_audience'
-  | 'no_key'
-  | 'unknown_kid'
-  | 'ambiguous_key'
-  | 'jwks_unavailable';
+/** An identity provider's key source, as readiness and a reload see it. */
+export interface KeySourceInfo {
+  /** The key source's identity (where its keys come from, for which algorithms). */
+  readonly id: string;
+  readonly name: string;
+  readonly at: string;
+  readonly required: boolean;
+  readonly loaded: boolean;
+}
 
 /** Verifies bearer tokens against one configuration. */
 export interface JwtVerifier {
   /** The identity a valid token carries; throws the catalogue's 401 with a reason code otherwise. */
-  verify(token: string): Promise<Identity>;
-  /** False until every key source has its keys (a JWKS loaded at least once). */
+  verify(token: string, wait?: TokenWait): Promise<Identity>;
+  /** False until every required identity provider has its keys (loaded at least once). */
   ready(): boolean;
+  /** Each identity provider's readiness for `/readyz` (`keys:<name>`): true, false or why not. */
+  checks(): Record<string, boolean | string>;
+  /** Every identity provider's key source. */
+  sources(): KeySourceInfo[];
   /** Stops background refreshes. */
   close(): void;
 }
@@ -55,69 +61,106 @@ export interface JwtVerifierOptions {
   now?: () => number;
   metrics?: Metrics;
   logger?: Logger;
+  /** Key source states kept across reloads (the app's); new ones when absent. */
+  keySources?: KeySources;
+}
+
+interface Provider extends Checker {
+  readonly config: JwtProvider;
+  readonly id: string;
+  readonly keys: JwksKeys;
 }
 
 /**
- * A verifier for `config`: the HS256 secret is imported once here, not per request, and the JWKS
- * key manager starts fetching at once (`ready()` stays false until it has keys).
+ * A verifier for `config`: the HS256 secret is imported once here, not per request, and each
+ * identity provider's key manager starts fetching at once (`ready()` stays false until they have keys).
  */
 export function createJwtVerifier(config: JwtConfig, options: JwtVerifierOptions = {}): JwtVerifier {
   const now = options.now ?? Date.now;
-  const { metrics } = options;
   const secret: KeyObject | undefined =
     config.hs256_secret === undefined
       ? undefined
       : createSecretKey(Buffer.from(config.hs256_secret, 'base64'));
-  const asymmetric = config.algorithms ?? ASYMMETRIC_ALGORITHMS;
-  const jwks: JwksKeys | undefined =
-    config.jwks_url === undefined
-      ? undefined
-      : createJwksKeys({
-          url: config.jwks_url,
-          timeout: config.jwks_timeout,
-          refreshInterval: config.jwks_refresh_interval,
-          cooldown: config.jwks_cooldown,
-          algorithms: asymmetric,
-          now,
-          ...(metrics ? { metrics } : {}),
-          ...(options.logger ? { logger: options.logger } : {}),
-        });
-  const tolerance = config.clock_tolerance / 1000; // seconds, as jose counts them
-  const maxAge = config.max_token_age === undefined ? undefined : config.max_token_age / 1000;
-  // jose refuses any other `alg` (`none` included) before a key is even looked up.
-  const checks: JWTVerifyOptions = {
-    algorithms: [...(secret ? ['HS256'] : []), ...(jwks ? asymmetric : [])],
-    requiredClaims: ['exp'],
-    clockTolerance: tolerance,
-    ...(maxAge === undefined ? {} : { maxTokenAge: maxAge }),
-    ...(config.issuer === undefined ? {} : { issuer: config.issuer }),
-    ...(config.audience === undefined ? {} : { audience: config.audience }),
-  };
-  const defaults = new Set<string>(config.default_permissions);
+  // HS256 tokens: only the secret, with auth.jwt's own checks, never an entry of `issuers`.
+  const hs = checker(['HS256'], config.clock_tolerance, config.max_token_age, jwtClaims(config), {
+    issuer: config.issuer,
+    audience: config.audience,
+  });
+  const providers: Provider[] = jwtProviders(config).map((p) => provider(p, options, now));
+  const byIssuer = new Map(
+    providers.filter((p) => p.config.issuer !== undefined).map((p) => [p.config.issuer, p]),
+  );
+  // A single jwks_url without `issuer` takes every `iss` no entry names, as it always has.
+  const anyIssuer = providers.find((p) => p.config.issuer === undefined);
+  const asymmetric = new Set(providers.flatMap((p) => p.checks.algorithms ?? []));
   const cache = createTokenCache(config.token_cache_size);
-  const holds = (fingerprint: string) => jwks?.holds(fingerprint) ?? false;
+  const holds = (fingerprint: string) => {
+    const cut = fingerprint.indexOf('\n');
+    return providers[Number(fingerprint.slice(0, cut))]?.keys.holds(fingerprint.slice(cut + 1)) ?? false;
+  };
 
-  const verifyUncached = async (token: string, at: number): Promise<Identity> => {
-    if (secret === undefined && jwks === undefined) throw errors.tokenFailed('no_key');
+  const verifyUncached = async (token: string, at: number, wait: TokenWait): Promise<Identity> => {
+    if (secret === undefined && providers.length === 0) throw errors.tokenFailed('no_key');
+    let header: JWSHeaderParameters;
+    try {
+      header = decodeProtectedHeader(token);
+    } catch {
+      throw errors.tokenFailed('malformed');
+    }
+    if (header.alg === 'HS256' && secret) return check(token, at, hs, secret, undefined);
+    // jose would refuse these too; refusing here first gives the reason before an issuer is looked up.
+    if (typeof header.alg !== 'string' || !asymmetric.has(header.alg))
+      throw errors.tokenFailed('bad_algorithm');
+    if (header.kid !== undefined && typeof header.kid !== 'string') throw errors.tokenFailed('malformed');
+    const p = pick(token);
+    const index = providers.indexOf(p);
     let fingerprint: string | undefined;
-    const keyFor = async (header: JWSHeaderParameters): Promise<VerifyKey | KeyObject> => {
-      // Only listed algorithms get here; HS256 only with a secret, so never with a public key.
-      if (header.alg === 'HS256' && secret) return secret;
-      if (jwks === undefined || typeof header.alg !== 'string') throw errors.tokenFailed('bad_algorithm');
-      if (header.kid !== undefined && typeof header.kid !== 'string') throw errors.tokenFailed('malformed');
-      const found = await jwks.resolve(header.alg, header.kid);
-      fingerprint = found.fingerprint;
+    const deadline = wait.expiresAt === undefined ? undefined : now() + (wait.expiresAt - performance.now());
+    const keyFor = async (h: JWSHeaderParameters) => {
+      const found = await p.keys.resolve(h.alg as string, h.kid, {
+        ...(deadline === undefined ? {} : { deadline }),
+        ...(wait.signal ? { signal: wait.signal } : {}),
+      });
+      fingerprint = `${index}\n${found.fingerprint}`;
       return found.key;
     };
+    return check(token, at, p, keyFor, () => fingerprint);
+  };
+
+  /** The identity provider a token's (not yet verified) `iss` names. */
+  const pick = (token: string): Provider => {
+    let iss: unknown;
+    try {
+      iss = decodeJwt(token).iss;
+    } catch {
+      throw errors.tokenFailed('malformed');
+    }
+    const found = (typeof iss === 'string' ? byIssuer.get(iss) : undefined) ?? anyIssuer;
+    if (found === undefined) throw errors.tokenFailed('bad_issuer');
+    return found;
+  };
+
+  /** jose's verification with `c`'s checks; the identity is cached with the key that verified it. */
+  const check = async (
+    token: string,
+    at: number,
+    c: Checker,
+    key: KeyObject | JWTVerifyGetKey,
+    fingerprint: (() => string | undefined) | undefined,
+  ): Promise<Identity> => {
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, keyFor, { ...checks, currentDate: new Date(at) }));
+      const options = { ...c.checks, currentDate: new Date(at) };
+      ({ payload } =
+        typeof key === 'function'
+          ? await jwtVerify(token, key, options)
+          : await jwtVerify(token, key, options));
     } catch (err) {
       if (err instanceof GatewayError) throw err;
       throw errors.tokenFailed(reasonOf(err));
     }
     // jose checks `iat` only with maxTokenAge: a token issued in the future is refused here.
-    if (typeof payload.iat === 'number' && payload.iat > Math.floor(at / 1000) + tolerance) {
+    if (typeof payload.iat === 'number' && payload.iat > Math.floor(at / 1000) + c.tolerance) {
       throw errors.tokenFailed('not_yet_valid');
     }
     const subject = typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : 'unknown';
@@ -125,66 +168,73 @@ export function createJwtVerifier(config: JwtConfig, options: JwtVerifierOptions
       scheme: 'bearer',
       subject,
       principal: `jwt:${typeof payload.iss === 'string' ? payload.iss : ''} ${subject}`,
-      permissions: permissionsOf(payload[config.permissions_claim], defaults),
+      permissions: c.permissions(payload),
     });
-    cache.set(token, { identity, expiresAt: expiryOf(payload, tolerance, maxAge), fingerprint });
+    cache.set(token, {
+      identity,
+      expiresAt: expiryOf(payload, c.tolerance, c.maxAge),
+      fingerprint: fingerprint?.(),
+    });
     return identity;
   };
 
   return {
-    async verify(token: string): Promise<Identity> {
+    async verify(token, wait = {}) {
       const at = now();
       const cached = cache.get(token, at, holds);
       if (cached) {
-        metrics?.jwtVerifications.inc({ result: 'cached' });
+        options.metrics?.jwtVerifications.inc({ result: 'cached' });
         return cached;
       }
       try {
-        const identity = await verifyUncached(token, at);
-        metrics?.jwtVerifications.inc({ result: 'verified' });
+        const identity = await verifyUncached(token, at, wait);
+        options.metrics?.jwtVerifications.inc({ result: 'verified' });
         return identity;
       } catch (err) {
-        metrics?.jwtVerifications.inc({ result: 'refused' });
+        options.metrics?.jwtVerifications.inc({ result: 'refused' });
         throw err;
       }
     },
-    ready: () => jwks?.ready() ?? true,
-    close: () => jwks?.close(),
+    ready: () => providers.every((p) => !p.config.required || p.keys.ready()),
+    checks: () =>
+      Object.fromEntries(
+        providers.map((p) => {
+          const status = p.keys.status();
+          const shown =
+            status === true || p.config.required ? status : `${status || 'not ready'} (not required)`;
+          return [`keys:${p.config.name}`, shown];
+        }),
+      ),
+    sources: () =>
+      providers.map((p) => ({
+        id: p.id,
+        name: p.config.name,
+        at: p.config.at,
+        required: p.config.required,
+        loaded: p.keys.ready(),
+      })),
+    close: () => {
+      for (const p of providers) p.keys.close();
+    },
   };
 }
 
-/**
- * When a verified token stops passing jose's time checks (ms): `exp` plus the tolerance, or its
- * maximum age if sooner. `exp` is a number here: jose has checked it.
- */
-function expiryOf(payload: JWTPayload, tolerance: number, maxAge: number | undefined): number {
-  const byExp = ((payload.exp as number) + tolerance) * 1000;
-  if (maxAge === undefined || typeof payload.iat !== 'number') return byExp;
-  return Math.min(byExp, (payload.iat + maxAge + tolerance) * 1000);
-}
-
-/** The claim's permissions: an array of strings or a space-separated string; absent or null: the defaults. */
-function permissionsOf(claim: unknown, defaults: ReadonlySet<string>): ReadonlySet<string> {
-  // `null` is how many identity providers write an unset claim: the same as no claim.
-  if (claim === undefined || claim === null) return defaults;
-  if (typeof claim === 'string') return new Set(claim.split(' ').filter((p) => p !== ''));
-  // A list with anything but strings is malformed as a whole: it grants nothing.
-  if (Array.isArray(claim) && claim.every((p) => typeof p === 'string')) return new Set(claim);
-  return new Set();
-}
-
-/** jose's error, translated where it enters into a reason code. */
-function reasonOf(err: unknown): JwtFailure {
-  if (err instanceof jose.JWTExpired) return err.claim === 'iat' ? 'too_old' : 'expired';
-  if (err instanceof jose.JOSEAlgNotAllowed || err instanceof jose.JOSENotSupported) return 'bad_algorithm';
-  if (err instanceof jose.JWSSignatureVerificationFailed) return 'bad_signature';
-  if (err instanceof jose.JWTClaimValidationFailed) {
-    if (err.claim === 'exp') return err.reason === 'missing' ? 'missing_exp' : 'malformed';
-    if (err.claim === 'iat' && err.reason === 'missing') return 'missing_iat';
-    if (err.claim === 'nbf' || err.claim === 'iat')
-      return err.reason === 'check_failed' ? 'not_yet_valid' : 'malformed';
-    if (err.claim === 'iss') return 'bad_issuer';
-    if (err.claim === 'aud') return 'bad_audience';
-  }
-  return 'malformed';
+/** An identity provider's checks and key manager; its key source's state comes from `keySources`. */
+function provider(config: JwtProvider, options: JwtVerifierOptions, now: () => number): Provider {
+  const algorithms = config.algorithms ?? ASYMMETRIC_ALGORITHMS;
+  const id = JSON.stringify([config.source, [...algorithms].sort()]);
+  const keys = createJwksKeys({
+    source: config.source,
+    provider: config.name,
+    timeout: config.timeout,
+    refreshInterval: config.refreshInterval,
+    cooldown: config.cooldown,
+    algorithms,
+    now,
+    ...(options.keySources ? { state: options.keySources.state(id) } : {}),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  const c = checker(algorithms, config.clockTolerance, config.maxTokenAge, config.claims, config);
+  return { ...c, config, id, keys };
 }

@@ -123,7 +123,8 @@ export const documentUrl = () =>
   leaf(
     z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).refine((u) => {
       const url = parsedUrl(u);
-      return !url || (url.hash === '' && url.username === '' && url.password === '');
+      // `#` alone leaves `hash` empty: the text decides.
+      return !url || (!u.includes('#') && url.username === '' && url.password === '');
     }, 'must not carry credentials or a fragment'),
   );
 

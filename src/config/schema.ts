@@ -6,36 +6,13 @@ import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
 import { BACKEND_TYPES } from '../backends/table.js';
 import { passthroughShape } from '../upstream/config.js';
-import { asNumber, bool, documentUrl, duration, int, leaf, size, str, uuid } from './leaves.js';
+import { checkJwtProviders } from './jwt-providers.js';
+import { jwtSchema } from './jwt-schema.js';
+import { asNumber, bool, duration, int, leaf, size, str, uuid } from './leaves.js';
+import { permission } from './permissions.js';
 import { tokenStoreSchema } from './token-store.js';
 
-/** The permissions an identity may hold; `*` grants all. */
-export const PERMISSIONS = [
-  'collectors:read',
-  'sso_providers:write',
-  'asset_group_tags:read',
-  'passthrough',
-  '*',
-] as const;
-export type Permission = (typeof PERMISSIONS)[number];
-const permission = leaf(z.enum(PERMISSIONS, { error: `must be one of ${PERMISSIONS.join(', ')}` }));
-
-/** The asymmetric JWS algorithms a JWKS key may verify. `none` and the HMAC family are never here. */
-export const ASYMMETRIC_ALGORITHMS = [
-  'RS256',
-  'RS384',
-  'RS512',
-  'PS256',
-  'PS384',
-  'PS512',
-  'ES256',
-  'ES384',
-  'ES512',
-  'EdDSA',
-  'Ed25519',
-] as const;
-
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+export { PERMISSIONS, type Permission } from './permissions.js';
 
 const token = z.strictObject({
   id: uuid(),
@@ -114,38 +91,13 @@ const schema = z
             max_clock_skew: duration().default(3_600_000),
             // How far RequestDate's zone may be from UTC: its minutes and offset are not signed (§3).
             max_utc_offset: duration(24 * 3_600_000).default(14 * 3_600_000),
+            // A digest mismatch's 401 says what the gateway signed (method, target, hour, body hash).
+            explain_mismatch: bool().default(true),
             tokens: z.array(token).default([]),
             token_store: tokenStoreSchema.optional(),
           })
           .prefault({}),
-        jwt: z
-          .strictObject({
-            hs256_secret: leaf(z.string().min(1).regex(BASE64, 'must be standard base64')).optional(),
-            jwks_url: documentUrl().optional(),
-            // The asymmetric algorithms JWKS tokens may use (HS256 is enabled by hs256_secret alone);
-            // absent: whatever a key of the set can verify. `none` and HMAC can never be listed.
-            algorithms: z
-              .array(
-                leaf(
-                  z.enum(ASYMMETRIC_ALGORITHMS, {
-                    error: 'must be an asymmetric JWS algorithm (RS*, PS*, ES*, EdDSA, Ed25519)',
-                  }),
-                ),
-              )
-              .min(1)
-              .optional(),
-            issuer: str(1).optional(),
-            audience: z.union([str(1), z.array(str(1)).min(1)]).optional(),
-            clock_tolerance: duration().default(0),
-            max_token_age: duration(366 * 24 * 3_600_000, 1000).optional(),
-            permissions_claim: str(1).default('permissions'),
-            default_permissions: z.array(permission).default([]),
-            jwks_refresh_interval: duration(24 * 3_600_000, 1000).default(300_000),
-            jwks_cooldown: duration(3_600_000, 10).default(30_000),
-            jwks_timeout: duration(60_000, 10).default(5_000),
-            token_cache_size: int(0, 1_000_000).default(10_000),
-          })
-          .prefault({}),
+        jwt: jwtSchema,
       })
       .prefault({}),
     prefer: z
@@ -188,6 +140,9 @@ const schema = z
     passthrough: passthroughShape.optional(),
   })
   .superRefine((c, ctx) => {
+    checkJwtProviders(c.auth.jwt, (path, message) =>
+      ctx.addIssue({ code: 'custom', path: ['auth', 'jwt', ...path], message }),
+    );
     const ids = new Map<string, number>();
     c.auth.signature.tokens.forEach((token, i) => {
       if (typeof token.id !== 'string') return;
@@ -231,3 +186,5 @@ export const configSchema = schema;
 /** The validated configuration: durations in milliseconds, sizes in bytes, paths absolute. */
 export type Config = z.output<typeof schema>;
 export type TokenConfig = Config['auth']['signature']['tokens'][number];
+export type JwtConfig = Config['auth']['jwt'];
+export type IssuerConfig = JwtConfig['issuers'][number];

@@ -11,7 +11,7 @@ function envelope(err: GatewayError, requestId: string): string {
     http_status: err.status,
     timestamp: new Date().toISOString(),
     request_id: requestId,
-    errors: [{ context: err.context, message: err.message }],
+    errors: [{ context: err.context, message: err.message }, ...(err.details ?? [])],
   });
 }
 

@@ -14,12 +14,12 @@ export interface MetricsSource {
 /**
  * The `request` listener of the admin server; `ready()` says whether the gateway takes traffic (a
  * promise when the answer comes from the cluster's workers; a rejection is "not ready"), and
- * `checks()`, when given, says which part is ready by name.
+ * `checks()`, when given, says which part is ready by name (true, false, or why not).
  */
 export function createAdminHandler(
   metrics: MetricsSource,
   ready: () => boolean | Promise<boolean>,
-  checks?: () => Record<string, boolean>,
+  checks?: () => Record<string, boolean | string>,
 ) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '').split('?')[0];
@@ -38,7 +38,11 @@ export function createAdminHandler(
             ...(checks
               ? {
                   checks: Object.fromEntries(
-                    Object.entries(checks()).map(([k, v]) => [k, v ? 'ok' : 'not ready']),
+                    // A string says why a part is not ready (a discovery document at jwks_url).
+                    Object.entries(checks()).map(([k, v]) => [
+                      k,
+                      typeof v === 'string' ? v : v ? 'ok' : 'not ready',
+                    ]),
                   ),
                 }
               : {}),

@@ -79,13 +79,14 @@ export function createMetrics() {
     }),
     jwksFetches: new client.Counter({
       name: 'gateway_jwks_fetches_total',
-      help: 'JWKS fetches, by result.',
-      labelNames: ['result'] as const,
+      help: 'JWKS fetches, by identity provider and result.',
+      labelNames: ['provider', 'result'] as const,
       registers,
     }),
     jwksKeys: new client.Gauge({
       name: 'gateway_jwks_keys',
-      help: 'Keys loaded from the JWKS.',
+      help: 'Keys loaded from the JWKS, by identity provider.',
+      labelNames: ['provider'] as const,
       // Across cluster workers (each loads its own set), the fewest: a worker without keys shows.
       aggregator: 'min',
       registers,

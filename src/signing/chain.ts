@@ -49,3 +49,19 @@ export function signatureOf(
 ): string {
   return bodySignature(requestKey(key, method, target, requestDate), body).toString('base64');
 }
+
+/**
+ * The chain's three digests for one request, step by step (what `gateway verify` prints): HMAC1 over
+ * method + target, HMAC2 over the hour, HMAC3 (the signature) over the body.
+ */
+export function signatureSteps(
+  key: string | Buffer,
+  method: string,
+  target: string,
+  requestDate: string,
+  body: Buffer = Buffer.alloc(0),
+): [Buffer, Buffer, Buffer] {
+  const first = targetKey(key, method, target);
+  const second = hourKey(first, requestDate);
+  return [first, second, bodySignature(second, body)];
+}

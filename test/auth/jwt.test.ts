@@ -1,7 +1,7 @@
 import { SignJWT } from 'jose';
 import t, { type Test } from 'tap';
 import { createJwtVerifier } from '../../src/auth/jwt.js';
-import type { Config } from '../../src/config/schema.js';
+import { type Config, configSchema } from '../../src/config/schema.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 
 const SECRET = Buffer.from('a-shared-secret-of-32-bytes-long');
@@ -18,6 +18,7 @@ const config = (over: Partial<JwtConfig> = {}): JwtConfig => ({
   jwks_cooldown: 30_000,
   jwks_timeout: 5_000,
   token_cache_size: 100,
+  issuers: [],
   ...over,
 });
 const verifier = (over: Partial<JwtConfig> = {}) => createJwtVerifier(config(over), { now: () => NOW });
@@ -211,4 +212,86 @@ t.test('without jwks_url the verifier is ready at once and close does nothing', 
   t.ok(v.ready());
   v.close();
   t.ok(await v.verify(await token({})), 'still verifies');
+});
+
+t.test('permissions_claim: a dotted path, or a list of keys for claim names holding dots', async (t) => {
+  const perms = async (over: Partial<JwtConfig>, claims: Record<string, unknown>) =>
+    [
+      ...(await verifier({ default_permissions: ['passthrough'], ...over }).verify(await token(claims)))
+        .permissions,
+    ].sort();
+  const keycloak = {
+    realm_access: { roles: ['collectors:read'] },
+    resource_access: { gateway: { roles: 'a b' } },
+  };
+  t.same(await perms({ permissions_claim: 'realm_access.roles' }, keycloak), ['collectors:read']);
+  t.same(await perms({ permissions_claim: 'resource_access.gateway.roles' }, keycloak), ['a', 'b']);
+  t.same(
+    await perms({ permissions_claim: 'scp' }, { scp: ['x', 'y'] }),
+    ['x', 'y'],
+    'Okta and Entra ID: scp',
+  );
+  t.same(
+    await perms(
+      { permissions_claim: ['https://example.com/claims', 'roles'] },
+      {
+        'https://example.com/claims': { roles: ['collectors:read'] },
+      },
+    ),
+    ['collectors:read'],
+  );
+  t.same(
+    await perms({ permissions_claim: 'https://example.com/claims' }, { 'https://example.com/claims': ['x'] }),
+    ['passthrough'],
+    'a string is a path: a claim name with dots needs the list form',
+  );
+  t.same(
+    await perms({ permissions_claim: 'realm_access.roles' }, { realm_access: 'admin' }),
+    ['passthrough'],
+    'no object on the way: the defaults',
+  );
+  t.same(await perms({ permissions_claim: 'realm_access.roles' }, {}), ['passthrough']);
+  t.same(
+    await perms({ permissions_claim: 'constructor' }, {}),
+    ['passthrough'],
+    'own claims only, never inherited members',
+  );
+  t.same(await perms({ permissions_claim: 'a.toString' }, { a: {} }), ['passthrough']);
+});
+
+t.test('permission_map translates the identity provider names; unmapped names grant nothing', async (t) => {
+  const v = verifier({
+    permissions_claim: 'roles',
+    permission_map: { 'gw-reader': ['collectors:read', 'asset_group_tags:read'], 'gw-admin': ['*'] },
+    default_permissions: ['passthrough'],
+  });
+  const perms = async (claims: Record<string, unknown>) =>
+    [...(await v.verify(await token(claims))).permissions].sort();
+  t.same(await perms({ roles: ['gw-reader', 'offline_access'] }), [
+    'asset_group_tags:read',
+    'collectors:read',
+  ]);
+  t.same(await perms({ roles: 'gw-admin' }), ['*']);
+  t.same(
+    await perms({ roles: ['collectors:read'] }),
+    [],
+    "a gateway permission's own name is not in the map",
+  );
+  t.same(await perms({}), ['passthrough'], 'no claim: default_permissions, not mapped');
+});
+
+t.test('clock_tolerance defaults to 60 s: an expired token stays valid 60 s longer', async (t) => {
+  const parsed = configSchema.parse({
+    auth: { jwt: { hs256_secret: SECRET.toString('base64') } },
+    backends: {
+      collectors: { type: 'local', path: 'c' },
+      sso_providers: { type: 'local', path: 's' },
+      asset_group_tags: { type: 'local', path: 'a' },
+    },
+  });
+  const v = createJwtVerifier(parsed.auth.jwt, { now: () => NOW });
+  t.ok(await v.verify(await token({ exp: NOW_S - 59 })), 'expired 59 s ago: accepted');
+  t.ok(await v.verify(await token({ iat: NOW_S + 50, nbf: NOW_S + 50 })), "an issuer's clock 50 s ahead");
+  await refusal(t, v.verify(await token({ exp: NOW_S - 60 })), 'expired', 'expired 60 s ago');
+  await refusal(t, v.verify(await token({ nbf: NOW_S + 61 })), 'not_yet_valid');
 });

@@ -33,8 +33,13 @@ t.test('defaults fill every key and paths resolve against the file folder', asyn
     },
     admin: { host: '127.0.0.1', port: 9090 },
     auth: {
-      signature: { scheme: 'bhesignature', max_clock_skew: 3_600_000, tokens: [] },
-      jwt: { clock_tolerance: 0, permissions_claim: 'permissions', default_permissions: [] },
+      signature: { scheme: 'bhesignature', max_clock_skew: 3_600_000, explain_mismatch: true, tokens: [] },
+      jwt: {
+        clock_tolerance: 60_000,
+        permissions_claim: 'permissions',
+        default_permissions: [],
+        issuers: [],
+      },
     },
     prefer: { default_wait: 30, max_wait: 300, allow_bypass: false },
   });

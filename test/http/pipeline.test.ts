@@ -392,7 +392,7 @@ t.test('the client address: the rightmost X-Forwarded-For hop that is not a trus
     t.equal(line?.client, client, JSON.stringify(server));
     if ('trust_proxy' in server) {
       t.ok(
-        gw.logs.some((l) => l.level === 'warn' && /trusted_proxies/.test(String(l.msg))),
+        gw.logs.some((l) => l.level === 'warn' && /trusted_proxies/.test(String(l.warning))),
         'trust_proxy: true is warned about',
       );
     }

@@ -1,0 +1,10 @@
+/** The part of `oidc-provider` (which ships no types) that the tests use. */
+declare module 'oidc-provider' {
+  import type { IncomingMessage, ServerResponse } from 'node:http';
+
+  export default class Provider {
+    constructor(issuer: string, configuration?: Record<string, unknown>);
+    /** The provider as a `node:http` request listener. */
+    callback(): (req: IncomingMessage, res: ServerResponse) => void;
+  }
+}
