@@ -17,6 +17,7 @@ import { valueAt } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { configWarnings } from './config/warnings.js';
 import { createClientAddressing, type ClientAddressing } from './http/client-address.js';
+import { DeadlineClock } from './http/deadline.js';
 import { answerFramingErrors } from './http/framing.js';
 import { createHandler } from './http/handler.js';
 import { listenOn } from './http/listen.js';
@@ -85,6 +86,8 @@ interface Instance {
   readonly fileLocks: FileLocks;
   /** Identity providers' last good keys, kept across reloads (a reload with the source unchanged). */
   readonly keySources: KeySources;
+  /** The timer wheel of the requests' deadlines. */
+  readonly clock: DeadlineClock;
 }
 
 async function buildRuntime(config: Config, instance: Instance, previous?: Runtime): Promise<Runtime> {
@@ -108,6 +111,7 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
     config.passthrough && createPassthroughOperation(config.passthrough, { metrics, logger });
   const stages = createPipeline({
     prefer: config.prefer,
+    clock: instance.clock,
     authenticate,
     operations: {
       GetCollectorChecksum: createCollectorChecksum({ backend: backends.collectors }),
@@ -147,7 +151,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const root = createLogger(config.logging.level, options.logDestination);
   const logger = options.worker === undefined ? root : root.child({ worker: options.worker });
   const metrics = createMetrics();
-  const instance: Instance = { logger, metrics, fileLocks: new FileLocks(), keySources: new KeySources() };
+  const instance: Instance = {
+    logger,
+    metrics,
+    fileLocks: new FileLocks(),
+    keySources: new KeySources(),
+    clock: new DeadlineClock(),
+  };
   const { keySources } = instance;
   warn(logger, config);
   let runtime = await buildRuntime(config, instance);

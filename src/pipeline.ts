@@ -6,7 +6,7 @@
 import { authorize } from './auth/authorize.js';
 import type { Config } from './config/schema.js';
 import type { RequestContext } from './http/context.js';
-import { preferredWait, startDeadline } from './http/deadline.js';
+import { type DeadlineClock, preferredWait, startDeadline } from './http/deadline.js';
 import { singleHeader } from './http/headers.js';
 import { type OperationId, routeRequest } from './http/router.js';
 import type { Operation } from './operations/operation.js';
@@ -16,6 +16,8 @@ export type Stage = (ctx: RequestContext) => void | Promise<void>;
 
 export interface PipelineParts {
   readonly prefer: Config['prefer'];
+  /** The app's timer wheel, which fires the requests' deadlines. */
+  readonly clock: DeadlineClock;
   readonly authenticate: Stage;
   readonly operations: Readonly<Record<Exclude<OperationId, 'passthrough'>, Operation>> & {
     /** Present when pass-through is configured: every other `/api/v2` request goes to it. */
@@ -25,7 +27,7 @@ export interface PipelineParts {
 
 /** The ordered stages for one configuration. */
 export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [name: string, stage: Stage]> {
-  const { prefer, authenticate, operations } = parts;
+  const { prefer, authenticate, operations, clock } = parts;
   return [
     // 400 for a missing Host or an unsafe target, 301 for `//` or a dot segment, 404 / 405, 417 for an
     // odd Expect.
@@ -45,8 +47,8 @@ export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [na
     [
       'deadline',
       (ctx) => {
-        ctx.deadline = startDeadline(singleHeader(ctx.req, 'Prefer'), prefer);
-        ctx.res.setHeader('Preference-Applied', ctx.deadline.applied);
+        ctx.deadline = startDeadline(singleHeader(ctx.req, 'Prefer'), prefer, clock);
+        ctx.headers.push('Preference-Applied', ctx.deadline.applied);
       },
     ],
     // 401 / 400, the body read under its limit (413) and verified; writes identity and body.
@@ -62,7 +64,7 @@ export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [na
 function appliedWaitOnRefusal(ctx: RequestContext, prefer: Config['prefer']): void {
   try {
     const seconds = preferredWait(singleHeader(ctx.req, 'Prefer'), prefer);
-    ctx.res.setHeader('Preference-Applied', `wait=${seconds}`);
+    ctx.headers.push('Preference-Applied', `wait=${seconds}`);
   } catch {
     // An invalid or repeated Prefer applied nothing.
   }

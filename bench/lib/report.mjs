@@ -1,12 +1,12 @@
 /**
- * The bench's output: the one table (aligned text for the terminal, markdown for bench/results.md
- * and the README's Performance section) and the header naming the machine, the date and the command.
+ * The bench's output: the header naming the machine, the date and the command, and the CPU table
+ * (aligned text for the terminal, markdown for bench/results.md and the README's Performance section).
  */
 import { cpus, loadavg } from 'node:os';
 
 /**
  * Machine, Node version, date and the exact command, for the top of the output; and the load
- * average at the start, since another busy process on the machine skews every figure.
+ * average at the start (req/s suffers from a busy machine; CPU per request much less).
  */
 export function header(command) {
   const cores = cpus();
@@ -16,56 +16,54 @@ export function header(command) {
     `node: ${process.version}`,
     `date: ${new Date().toISOString()}`,
     `command: ${command}`,
-    `load average at start: ${load.toFixed(2)}${load > cores.length / 2 ? ' (busy machine: the figures are not reliable)' : ''}`,
+    `load average at start: ${load.toFixed(2)}`,
   ];
 }
 
-const COLUMNS = ['target', 'req/s', 'p50 ms', 'p99 ms', '×bare', '×undici', 'errors'];
+const COLUMNS = ['target', 'CPU µs/req', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'failures'];
 
 const fixed = (n, digits) => (Number.isFinite(n) ? n.toFixed(digits) : '—');
-const ratio = (n, base) => (Number.isFinite(n) && base > 0 ? `${(n / base).toFixed(2)}×` : '—');
 
-/**
- * The cells of each row. `rows`: {name, rps, p50, p99, failures, unavailable?}; a row with failures
- * is flagged with `!` so that a fast wrong answer never passes for a fast right one.
- */
+/** The cells of each row; a row with failures is flagged `!` (a fast wrong answer is no answer). */
 function cells(rows) {
-  const bare = rows.find((r) => r.role === 'bare')?.rps;
-  const undici = rows.find((r) => r.role === 'undici')?.rps;
   return rows.map((r) => {
     if (r.unavailable) return [r.name, r.unavailable, '—', '—', '—', '—', '—'];
     return [
       r.failures > 0 ? `${r.name} !` : r.name,
+      fixed(r.cpuUs, 1),
       fixed(r.rps, 0),
       fixed(r.p50, 2),
       fixed(r.p99, 2),
-      ratio(r.rps, bare),
-      ratio(r.rps, undici),
+      String(r.requests),
       String(r.failures),
     ];
   });
 }
 
-/** The table as aligned plain text. */
-export function textTable(rows) {
-  const body = cells(rows);
-  const widths = COLUMNS.map((c, i) => Math.max(c.length, ...body.map((row) => row[i].length)));
+/** Rows as aligned plain text. */
+export function textTable(columns, body) {
+  const widths = columns.map((c, i) => Math.max(c.length, ...body.map((row) => String(row[i]).length)));
   const line = (row) =>
-    row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
-  return [line(COLUMNS), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+    row.map((cell, i) => (i === 0 ? String(cell).padEnd(widths[i]) : String(cell).padStart(widths[i]))).join('  ');
+  return [line(columns), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }
 
-/** The table in markdown (numbers right-aligned). */
-export function markdownTable(rows) {
-  const body = cells(rows);
+/** Rows in markdown (numbers right-aligned). */
+export function markdownTable(columns, body) {
   const line = (row) => `| ${row.join(' | ')} |`;
   return [
-    line(COLUMNS),
-    `|---|${COLUMNS.slice(1)
+    line(columns),
+    `|---|${columns
+      .slice(1)
       .map(() => '---:')
       .join('|')}|`,
     ...body.map(line),
   ].join('\n');
+}
+
+/** The CPU table of every target. */
+export function targetTable(rows, markdown) {
+  return (markdown ? markdownTable : textTable)(COLUMNS, cells(rows));
 }
 
 /** One line per flagged row: what went wrong, by status code and kind. */
@@ -76,11 +74,17 @@ export function failureNotes(rows) {
       const statuses = Object.entries(r.statuses ?? {}).map(([code, n]) => `${code}×${n}`);
       const parts = [
         statuses.length > 0 ? `non-2xx ${statuses.join(' ')}` : '',
+        r.mismatches > 0 ? `wrong bodies ${r.mismatches}` : '',
         r.errors > 0 ? `connection errors ${r.errors}` : '',
         r.timeouts > 0 ? `timeouts ${r.timeouts}` : '',
       ].filter(Boolean);
       return `! ${r.name}: ${parts.join(', ')}`;
     });
+}
+
+/** The load average now, for the end of the output. */
+export function loadNow() {
+  return `load average at end: ${loadavg()[0].toFixed(2)}`;
 }
 
 /** `12.3 MiB`. */

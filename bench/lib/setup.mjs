@@ -1,10 +1,10 @@
 /**
- * Starts every target of the bench, each in its own process, and describes each as
- * `{name, role, url, headers, expect, proc}`: the stub upstream and the bare server (one script,
- * the same bytes), the undici proxy, http-proxy-3, nginx when installed, and the gateway in each
- * mode with a signed request and with a JWT.
+ * Starts every target of the bench, each in its own process (group), and describes each as
+ * `{name, role, url, headers, expect, proc, pgid}`: the stub upstream, the bare server (the same
+ * bytes), the undici proxy, http-proxy-3, nginx when installed, and the gateway in each mode with a
+ * signed request and with a JWT.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bearerHeaders, checksumFile, jwtFor, signedHeaders, startGateway, writeConfig } from './gateway.mjs';
 import { findNginx, startNginx } from './nginx.mjs';
@@ -45,11 +45,11 @@ export async function startTargets(dir, data, creds, progress) {
   progress('starting the stub upstream, then the bare server, the proxies and the other gateways');
   const stub = await node(dir, 'stub', 'origin.mjs', originArgs);
   const binary = findNginx();
-  if (!binary) notes.push('nginx not installed: apt-get install nginx-light to include it');
+  if (!binary) notes.push('nginx not installed: `apt-get install nginx-light` to include it');
   const workersConfig = writeConfig(data, 'gateway-workers', creds, { upstream: stub.url, workers: 2 });
   // Started side by side: each is its own process, and starting them one by one only costs time.
   const [bare, undici, hp3, nginx, upstream, workers] = await Promise.all([
-    node(dir, 'bare', 'origin.mjs', originArgs),
+    node(dir, 'bare', 'bare.mjs', [memberFile, first.headers.get('content-type') ?? 'application/json']),
     node(dir, 'undici-proxy', 'undici-proxy.mjs', [stub.url]),
     node(dir, 'http-proxy-3', 'http-proxy3.mjs', [stub.url]),
     binary
@@ -70,6 +70,7 @@ export async function startTargets(dir, data, creds, progress) {
   ]);
 
   const jwt = bearerHeaders(await jwtFor(creds));
+  const checksum = readFileSync(checksumFile(data));
   const signed = (target) => signedHeaders(creds, 'GET', target);
   const targets = [
     { name: 'bare node:http (ceiling)', role: 'bare', proc: bare, path: MEMBER, expect: member },
@@ -82,8 +83,9 @@ export async function startTargets(dir, data, creds, progress) {
       proc: local,
       path: CHECKSUM,
       headers: signed(CHECKSUM),
+      expect: checksum,
     },
-    { name: 'gateway checksum cached, JWT', proc: local, path: CHECKSUM, headers: jwt },
+    { name: 'gateway checksum cached, JWT', proc: local, path: CHECKSUM, headers: jwt, expect: checksum },
     {
       name: 'gateway member local, signed',
       role: 'gw-local',
@@ -105,6 +107,7 @@ export async function startTargets(dir, data, creds, progress) {
     workers
       ? {
           name: 'gateway member upstream, signed, 2 workers',
+          role: 'gw-workers',
           proc: workers,
           path: MEMBER,
           headers: signed(MEMBER),
@@ -112,7 +115,12 @@ export async function startTargets(dir, data, creds, progress) {
         }
       : { name: 'gateway member upstream, signed, 2 workers', unavailable: 'workers: not available' },
   ];
-  for (const t of targets) if (t.proc) t.url = t.proc.url + t.path;
+  for (const t of targets) {
+    if (!t.proc) continue;
+    t.url = t.proc.url + t.path;
+    // Each target is the leader of its own process group (its workers included).
+    t.pgid = t.proc.pid;
+  }
   return { targets, notes };
 }
 

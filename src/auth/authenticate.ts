@@ -6,7 +6,7 @@
  */
 import type { Config } from '../config/schema.js';
 import { errors, GatewayError } from '../errors.js';
-import { type BodyOptions, checkDeclaredLength, type HeldBody, readBody } from '../http/body.js';
+import { type BodyOptions, checkDeclaredLength, emptyBody, type HeldBody, readBody } from '../http/body.js';
 import type { IncomingMessage } from 'node:http';
 import type { RequestContext } from '../http/context.js';
 import { deadlineOf } from '../http/deadline.js';
@@ -44,7 +44,7 @@ type Scheme = 'signature' | 'bearer' | 'none';
 
 /** The authenticate stage, with the readiness of its key sources and a way to stop their timers. */
 export interface Authenticator {
-  (ctx: RequestContext): Promise<void>;
+  (ctx: RequestContext): void | Promise<void>;
   /** False until every required key source (an identity provider's keys) has loaded its keys. */
   ready(): boolean;
   /** Each identity provider's readiness, for `/readyz`. */
@@ -104,7 +104,7 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
           : scheme === 'signature'
             ? challenges.signature
             : challenges.none;
-      ctx.res.setHeader('WWW-Authenticate', challenge);
+      ctx.headers.push('WWW-Authenticate', challenge);
     }
     throw err;
   };
@@ -119,7 +119,14 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     }
   };
 
-  const signed = async (ctx: RequestContext, tokenId: string, headers: AuthHeaders): Promise<void> => {
+  /**
+   * The request's body, at once when it has none (the common GET), else read under the limit with
+   * each chunk given to `onChunk` as it arrives.
+   */
+  const bodyOf = (ctx: RequestContext, onChunk?: (chunk: Buffer) => void): HeldBody | Promise<HeldBody> =>
+    emptyBody(ctx.req) ?? readBody(ctx.req, bodyOptions(ctx, onChunk));
+
+  const signed = (ctx: RequestContext, tokenId: string, headers: AuthHeaders): void | Promise<void> => {
     const canonicalId = canonicalTokenId(tokenId);
     if (canonicalId === undefined) {
       return refuse(ctx, 'signature', 'malformed_token_id', errors.tokenIdMalformed());
@@ -141,51 +148,75 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
 
     // During a rotation's overlap two keys verify: both are hashed and both compared.
     const method = ctx.req.method ?? '';
-    const digests = token.keys.map((k) => requestKeys.open(k.cacheId, k.key, method, ctx.rawTarget, date));
-    const body = await readBody(
-      ctx.req,
-      bodyOptions(ctx, (chunk) => digests.forEach((d) => d.update(chunk))),
-    );
-    if (!digests.map((d) => signaturesEqual(d.digest(), given)).includes(true)) {
-      // What was signed, for the response body only (it holds the query): never logged.
-      const summary = explainMismatch
-        ? await signedSummary(method, ctx.rawTarget, date, body).catch(() => undefined)
-        : undefined;
-      await body.dispose();
-      return refuse(ctx, 'signature', 'digest_mismatch', errors.digestMismatch(summary));
-    }
-    accept(ctx, token.identity);
-    token.used();
-    ctx.log.token_id = token.identity.tokenId;
-    await hold(ctx, body);
+    const keys = token.keys;
+    const digests = keys.map((k) => requestKeys.open(k.cacheId, k.key, method, ctx.rawTarget, date));
+    const verify = (body: HeldBody): void | Promise<void> => {
+      let matched = false;
+      for (const digest of digests) if (signaturesEqual(digest.digest(), given)) matched = true;
+      if (!matched) return mismatch(ctx, method, date, body);
+      accept(ctx, token.identity);
+      token.used();
+      ctx.log.token_id = token.identity.tokenId;
+      return hold(ctx, body);
+    };
+    const body = bodyOf(ctx, (chunk) => {
+      for (const digest of digests) digest.update(chunk);
+    });
+    return body instanceof Promise ? body.then(verify) : verify(body);
   };
 
-  const bearer = async (ctx: RequestContext, token: string): Promise<void> => {
-    let identity: Identity;
-    try {
-      // An unknown `kid` may wait for the identity provider's keys, within the request's deadline.
-      identity = await jwt.verify(token, { expiresAt: ctx.deadline?.expiresAt, signal: deadlineOf(ctx) });
-    } catch (err) {
+  /** Refuses a digest mismatch, saying what was signed (in the response body only: it holds the query). */
+  const mismatch = async (
+    ctx: RequestContext,
+    method: string,
+    date: string,
+    body: HeldBody,
+  ): Promise<void> => {
+    const summary = explainMismatch
+      ? await signedSummary(method, ctx.rawTarget, date, body).catch(() => undefined)
+      : undefined;
+    await body.dispose();
+    return refuse(ctx, 'signature', 'digest_mismatch', errors.digestMismatch(summary));
+  };
+
+  const bearer = (ctx: RequestContext, token: string): void | Promise<void> => {
+    const admit = (identity: Identity) => {
+      const body = bodyOf(ctx);
+      const held = (b: HeldBody) => {
+        accept(ctx, identity);
+        return hold(ctx, b);
+      };
+      return body instanceof Promise ? body.then(held) : held(body);
+    };
+    // An unknown `kid` may wait for the identity provider's keys, within the request's deadline (the
+    // signal is made only if it does).
+    const verified = jwt.verify(token, {
+      expiresAt: ctx.deadline?.expiresAt,
+      get signal() {
+        return deadlineOf(ctx);
+      },
+    });
+    if (!(verified instanceof Promise)) return admit(verified);
+    return verified.then(admit, (err: unknown) => {
       // The deadline or a client gone while waiting is no refusal of the token.
       if (err instanceof GatewayError && err.status === 401) {
         return refuse(ctx, 'bearer', err.reason ?? 'malformed', err);
       }
       throw err;
-    }
-    const body = await readBody(ctx.req, bodyOptions(ctx));
-    accept(ctx, identity);
-    await hold(ctx, body);
+    });
   };
 
-  const stage = async (ctx: RequestContext): Promise<void> => {
+  const stage = (ctx: RequestContext): void | Promise<void> => {
     checkDeclaredLength(ctx.req, server.max_body_size);
     const headers = authHeaders(ctx.req);
     const { authorization } = headers;
     if (authorization === undefined) return refuse(ctx, 'none', 'missing', errors.notAuthenticated());
-    const parts = authorization.split(' ');
-    if (parts.length !== 2) return refuse(ctx, 'none', 'malformed_header', errors.authTwoComponents());
-    const [word = '', credential = ''] = parts;
-    const scheme = word.toLowerCase();
+    const space = authorization.indexOf(' ');
+    if (space === -1 || authorization.indexOf(' ', space + 1) !== -1) {
+      return refuse(ctx, 'none', 'malformed_header', errors.authTwoComponents());
+    }
+    const scheme = authorization.slice(0, space).toLowerCase();
+    const credential = authorization.slice(space + 1);
     if (scheme === 'bearer') return bearer(ctx, credential);
     if (scheme === signatureScheme) return signed(ctx, credential, headers);
     return refuse(ctx, 'none', 'unknown_scheme', errors.authUnknownScheme(scheme));
@@ -202,12 +233,14 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
  * Hands the verified body to later stages. A client that went away while the last bytes were being
  * settled may have closed the response already (whose cleanup then found no body): remove it here.
  */
-async function hold(ctx: RequestContext, body: HeldBody): Promise<void> {
+function hold(ctx: RequestContext, body: HeldBody): void | Promise<void> {
   ctx.body = body;
-  if (ctx.res.closed) {
-    await body.dispose();
+  if (!ctx.res.closed) return undefined;
+  const disposed = body.dispose();
+  if (disposed === undefined) throw errors.bodyAborted();
+  return disposed.then(() => {
     throw errors.bodyAborted();
-  }
+  });
 }
 
 function accept(ctx: RequestContext, identity: Identity): void {

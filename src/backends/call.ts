@@ -14,3 +14,9 @@ export interface BackendCall {
   /** What an upstream forwards of the request (method, raw target, body, …); built on first access. */
   readonly request: ForwardedRequest;
 }
+
+/**
+ * What a backend method gives: the value, or a promise of it. A backend that answers from memory
+ * answers at once (no promise, no turn of the event loop per request); one that waits returns a promise.
+ */
+export type Answer<T> = T | Promise<T>;

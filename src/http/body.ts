@@ -17,8 +17,8 @@ export interface HeldBody {
   readonly size: number;
   /** A new stream of its bytes (from memory, or from the temporary file it was spooled to). */
   stream(): Readable;
-  /** Removes the temporary file, if any. Safe to call twice. */
-  dispose(): Promise<void>;
+  /** Removes the temporary file, if any (a promise then). Safe to call twice. */
+  dispose(): void | Promise<void>;
 }
 
 /** How a body is read: its limits, where it spools, and who sees its bytes as they arrive. */
@@ -56,6 +56,14 @@ function framesBody(req: IncomingMessage): boolean {
 
 /** An empty body, for requests that have none to read. */
 const EMPTY_BODY: HeldBody = memoryBody(Buffer.alloc(0));
+
+/**
+ * The empty body of a request that has none to read (its framing announces none, or it was read
+ * already), at once; undefined when there is a body to read (with `readBody`).
+ */
+export function emptyBody(req: IncomingMessage): HeldBody | undefined {
+  return req.readableEnded || (!req.destroyed && !framesBody(req)) ? EMPTY_BODY : undefined;
+}
 
 /**
  * Reads the whole body of `req`. Rejects with a `GatewayError` (413, 408, 400 when the client goes
@@ -171,7 +179,7 @@ function memoryBody(bytes: Buffer): HeldBody {
   return {
     size: bytes.length,
     stream: () => Readable.from(bytes.length > 0 ? [bytes] : [], { objectMode: false }),
-    dispose: async () => {},
+    dispose: () => undefined,
   };
 }
 

@@ -23,6 +23,14 @@ export interface RequestContext {
   readonly client: string;
   /** Whether the peer that connected is a trusted proxy (its forwarding headers may be read). */
   readonly peerTrusted: boolean;
+  /**
+   * The gateway's own response headers, as a flat `[name, value, …]` list that every answer is
+   * written with (`RequestID` first; stages add theirs, e.g. `Preference-Applied`): one `writeHead`,
+   * no `setHeader`, whoever answers.
+   */
+  readonly headers: string[];
+  /** Body bytes written to the client so far (the log line's `bytes_out`), kept by the writers. */
+  bytesOut: number;
 
   /** Written by the route stage. */
   route?: Route;

@@ -1,24 +1,10 @@
 /**
- * The `Prefer: wait=N` policy: every request gets a deadline, carried as an `AbortSignal` into the
- * body reader and the backend, so that when it fires the work really stops.
+ * The `Prefer: wait=N` policy: every request gets a deadline. Its `AbortSignal`, carried into the
+ * body reader and the backends so that when it fires the work really stops, is made only when
+ * something asks for it (a backend that answers from memory never does), and the app's one
+ * `DeadlineClock` (a timer wheel) fires it, instead of a timer per request.
  */
-import { errors } from '../errors.js';
-
-export interface Deadline {
-  /**
-   * Aborts with the catalogue's 504 `request timed out` when the deadline fires (never on a bypass),
-   * or with `clientGone` when the client goes away before its answer is finished (`abandon`).
-   */
-  readonly signal: AbortSignal;
-  /** What `Preference-Applied` says: `wait=<seconds>` or `wait=-1`. */
-  readonly applied: string;
-  /** `performance.now()` when it fires; undefined on a bypass. */
-  readonly expiresAt: number | undefined;
-  /** Aborts the signal because nobody waits for the answer any more (the client is gone). */
-  abandon(): void;
-  /** Stops the timer; called when the response is finished. */
-  dispose(): void;
-}
+import { errors, type GatewayError } from '../errors.js';
 
 export interface PreferPolicy {
   /** Seconds when no `Prefer` is sent, or `wait=0`. */
@@ -30,24 +16,6 @@ export interface PreferPolicy {
 }
 
 const PREFER = /^wait=(-1|[0-9]+)$/;
-const NEVER = new AbortController().signal;
-
-/**
- * The signal of a request's deadline: what every body read and backend call is given. It also fires
- * when the client goes away, so that an upstream request nobody waits for is aborted.
- */
-export function deadlineOf(ctx: { readonly deadline?: Deadline }): AbortSignal {
-  return ctx.deadline?.signal ?? NEVER;
-}
-
-/**
- * Whole seconds left before the request's deadline, at least 1 (what an upstream is sent as
- * `Prefer: wait=`); undefined when there is no deadline (a bypass).
- */
-export function secondsLeft(ctx: { readonly deadline?: Deadline }): number | undefined {
-  const at = ctx.deadline?.expiresAt;
-  return at === undefined ? undefined : Math.max(1, Math.ceil((at - performance.now()) / 1000));
-}
 
 /**
  * The seconds of the deadline `header` asks for under `policy` (undefined when absent), or -1 for a
@@ -68,24 +36,147 @@ export function preferredWait(header: string | undefined, policy: PreferPolicy):
   return asked === 0 ? policy.default_wait : Math.min(asked, policy.max_wait);
 }
 
-/** The deadline for a request whose `Prefer` header is `header`; throws as `preferredWait` does. */
-export function startDeadline(header: string | undefined, policy: PreferPolicy): Deadline {
-  const seconds = preferredWait(header, policy);
-  const controller = new AbortController();
-  const abandon = () => {
-    if (!controller.signal.aborted) controller.abort(errors.clientGone());
-  };
-  if (seconds === -1) {
-    return { signal: controller.signal, applied: 'wait=-1', expiresAt: undefined, abandon, dispose() {} };
+/** Milliseconds between the ticks of the clock: a deadline fires at most this late. */
+const TICK = 50;
+
+/**
+ * The timer wheel of one app instance: deadlines whose signal exists wait in the slot of the tick
+ * they fall in, and one interval timer, running only while a slot is filled, fires them.
+ */
+export class DeadlineClock {
+  readonly #slots = new Map<number, Set<Deadline>>();
+  #timer: NodeJS.Timeout | undefined;
+
+  /** Fires `deadline` once its time has come. */
+  add(deadline: Deadline, at: number): void {
+    const slot = Math.ceil(at / TICK);
+    let entries = this.#slots.get(slot);
+    if (entries === undefined) {
+      entries = new Set();
+      this.#slots.set(slot, entries);
+    }
+    entries.add(deadline);
+    this.#timer ??= setInterval(() => this.#tick(), TICK);
   }
-  const ms = seconds * 1000;
-  const expiresAt = performance.now() + ms;
-  const timer = setTimeout(() => controller.abort(errors.deadline()), ms);
-  return {
-    signal: controller.signal,
-    applied: `wait=${seconds}`,
-    expiresAt,
-    abandon,
-    dispose: () => clearTimeout(timer),
-  };
+
+  /** Forgets `deadline` (its request is over). */
+  remove(deadline: Deadline, at: number): void {
+    const slot = Math.ceil(at / TICK);
+    const entries = this.#slots.get(slot);
+    if (entries === undefined) return;
+    entries.delete(deadline);
+    if (entries.size === 0) this.#forget(slot);
+  }
+
+  #tick(): void {
+    const now = Math.floor(performance.now() / TICK);
+    for (const [slot, entries] of this.#slots) {
+      if (slot > now) continue;
+      this.#forget(slot);
+      for (const deadline of entries) deadline.fire();
+    }
+  }
+
+  #forget(slot: number): void {
+    this.#slots.delete(slot);
+    if (this.#slots.size === 0 && this.#timer !== undefined) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+}
+
+/** One request's deadline (or none, on a bypass). */
+export class Deadline {
+  /** What `Preference-Applied` says: `wait=<seconds>` or `wait=-1`. */
+  readonly applied: string;
+  /** `performance.now()` when it fires; undefined on a bypass. */
+  readonly expiresAt: number | undefined;
+  readonly #clock: DeadlineClock;
+  #controller: AbortController | undefined;
+  /** Why the work stops: the deadline's 504, or the client gone; undefined while it goes on. */
+  #reason: GatewayError | undefined;
+
+  constructor(seconds: number, clock: DeadlineClock) {
+    this.#clock = clock;
+    this.applied = `wait=${seconds}`;
+    this.expiresAt = seconds === -1 ? undefined : performance.now() + seconds * 1000;
+  }
+
+  /**
+   * Aborts with the catalogue's 504 `request timed out` when the deadline fires (never on a bypass),
+   * or with `clientGone` when the client goes away before its answer is finished (`abandon`). Made on
+   * first access: what every body read and backend call that waits is given.
+   */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      this.#reason ??= this.#due() ? errors.deadline() : undefined;
+      if (this.#reason !== undefined) this.#controller.abort(this.#reason);
+      else if (this.expiresAt !== undefined) this.#clock.add(this, this.expiresAt);
+    }
+    return this.#controller.signal;
+  }
+
+  /** Why the work was stopped (the deadline's 504, or the client gone); undefined while it goes on. */
+  get stopped(): GatewayError | undefined {
+    return this.#reason;
+  }
+
+  /** True once the request's own deadline ended it (a 504 of the gateway's, not an upstream's). */
+  get timedOut(): boolean {
+    return this.#reason?.status === 504;
+  }
+
+  /** Throws the deadline's 504 once it has passed (or the reason the work already stopped). */
+  check(): void {
+    if (this.#reason === undefined && this.#due()) this.fire();
+    if (this.#reason !== undefined) throw this.#reason;
+  }
+
+  /** Ends the work with the 504 (the clock calls it when the time has come). */
+  fire(): void {
+    this.#stop(errors.deadline());
+  }
+
+  /** Ends the work because nobody waits for the answer any more (the client is gone). */
+  abandon(): void {
+    this.#stop(errors.clientGone());
+  }
+
+  /** Forgets the deadline once the response is finished. */
+  dispose(): void {
+    if (this.#controller !== undefined && this.expiresAt !== undefined) {
+      this.#clock.remove(this, this.expiresAt);
+    }
+  }
+
+  #due(): boolean {
+    return this.expiresAt !== undefined && performance.now() >= this.expiresAt;
+  }
+
+  #stop(reason: GatewayError): void {
+    if (this.#reason !== undefined) return;
+    this.#reason = reason;
+    this.#controller?.abort(reason);
+  }
+}
+
+/** The deadline for a request whose `Prefer` header is `header`; throws as `preferredWait` does. */
+export function startDeadline(
+  header: string | undefined,
+  policy: PreferPolicy,
+  clock: DeadlineClock,
+): Deadline {
+  return new Deadline(preferredWait(header, policy), clock);
+}
+
+const NEVER = new AbortController().signal;
+
+/**
+ * The signal of a request's deadline: what every body read and backend call is given. It also fires
+ * when the client goes away, so that an upstream request nobody waits for is aborted.
+ */
+export function deadlineOf(ctx: { readonly deadline?: Deadline }): AbortSignal {
+  return ctx.deadline?.signal ?? NEVER;
 }

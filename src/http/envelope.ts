@@ -1,9 +1,12 @@
 /**
  * The one place an error becomes bytes: the API's error envelope, on every error the gateway writes.
  */
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { errors, GatewayError } from '../errors.js';
+import type { RequestContext } from './context.js';
+import type { Deadline } from './deadline.js';
+import { headerList, writeHead } from './respond.js';
 
 /** The envelope's JSON text for `err` on request `requestId`. */
 function envelope(err: GatewayError, requestId: string): string {
@@ -16,35 +19,39 @@ function envelope(err: GatewayError, requestId: string): string {
 }
 
 /**
- * The catalogue error for anything thrown: a `GatewayError` as it is; the deadline's reason when the
- * request's deadline has fired (a library's AbortError); otherwise a generic 500.
+ * The catalogue error for anything thrown: a `GatewayError` as it is; the reason the request's work
+ * was stopped (its deadline's 504, the client gone) when it was (a library's AbortError); otherwise
+ * a generic 500.
  */
-export function toGatewayError(err: unknown, deadline: AbortSignal | undefined): GatewayError {
+export function toGatewayError(err: unknown, deadline: Deadline | undefined): GatewayError {
   if (err instanceof GatewayError) return err;
-  if (deadline?.aborted && deadline.reason instanceof GatewayError) return deadline.reason;
-  return errors.internal();
+  return deadline?.stopped ?? errors.internal();
 }
 
 /**
- * Writes `err` as the response. When the request body was not read to its end (a 413, a 408), the
- * connection is closed after the answer rather than left with unread bytes. A response already
- * started cannot be turned into an error: the connection is cut instead.
+ * Writes `err` as the response, with the gateway's own headers. When the request body was not read
+ * to its end (a 413, a 408), the connection is closed after the answer rather than left with unread
+ * bytes. A response already started cannot be turned into an error: the connection is cut instead.
  */
-export function writeError(res: ServerResponse, requestId: string, err: GatewayError): void {
+export function writeError(ctx: RequestContext, err: GatewayError): void {
+  const { res } = ctx;
   if (res.headersSent) {
     res.destroy();
     return;
   }
   // A redirect has no body; every error is our envelope.
-  const body = err.status < 400 ? '' : envelope(err, requestId);
-  const headers: Record<string, string | number> = {
-    ...(body === '' ? {} : { 'Content-Type': 'application/json; charset=utf-8' }),
-    ...err.headers,
-    'Content-Length': Buffer.byteLength(body),
-  };
-  if (!res.req.complete) headers.Connection = 'close';
-  res.writeHead(err.status, headers);
-  res.end(res.req.method === 'HEAD' ? undefined : body);
+  const body = err.status < 400 ? '' : envelope(err, ctx.id);
+  const own: string[] = body === '' ? [] : ['Content-Type', 'application/json; charset=utf-8'];
+  if (err.headers) own.push(...headerList(err.headers));
+  own.push('Content-Length', String(Buffer.byteLength(body)));
+  if (!res.req.complete && !ctx.headers.includes('Connection')) own.push('Connection', 'close');
+  writeHead(ctx, err.status, own);
+  if (res.req.method === 'HEAD') {
+    res.end();
+    return;
+  }
+  ctx.bytesOut = Buffer.byteLength(body);
+  res.end(body);
 }
 
 /**

@@ -3,7 +3,8 @@
  * passes down (the deadline's signal and, on first use, the `ForwardedRequest` an upstream sends).
  */
 import type { BackendCall } from '../backends/call.js';
-import type { ForwardedRequest } from '../upstream/forwarded.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ClientCredentials, ForwardedRequest } from '../upstream/forwarded.js';
 import type { RequestContext } from './context.js';
 import { deadlineOf } from './deadline.js';
 
@@ -27,14 +28,7 @@ export function forwardedRequest(ctx: RequestContext): ForwardedRequest {
   const encrypted = (req.socket as { encrypted?: boolean }).encrypted === true;
   const identity = ctx.identity;
   const traceparent = req.headers.traceparent;
-  const credentials =
-    identity === undefined
-      ? undefined
-      : Object.freeze({
-          ...header(req.headers.authorization, 'authorization'),
-          ...header(req.headers.requestdate, 'requestdate'),
-          ...header(req.headers.signature, 'signature'),
-        });
+  const credentials = identity === undefined ? undefined : credentialsOf(req.headers);
   return Object.freeze({
     method: req.method ?? 'GET',
     target: ctx.rawTarget,
@@ -52,8 +46,14 @@ export function forwardedRequest(ctx: RequestContext): ForwardedRequest {
   });
 }
 
-function header(value: string | string[] | undefined, name: string): Record<string, string> {
-  return typeof value === 'string' ? { [name]: value } : {};
+/** The client's own credential headers, those it sent. */
+function credentialsOf(headers: IncomingHttpHeaders): ClientCredentials {
+  const credentials: { authorization?: string; requestdate?: string; signature?: string } = {};
+  const { authorization, requestdate, signature } = headers;
+  if (authorization !== undefined) credentials.authorization = authorization;
+  if (typeof requestdate === 'string') credentials.requestdate = requestdate;
+  if (typeof signature === 'string') credentials.signature = signature;
+  return Object.freeze(credentials);
 }
 
 /** The call an operation hands its backend for `ctx`: the signal and the forwarded request, each made on first use. */

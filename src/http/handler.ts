@@ -1,31 +1,37 @@
 /**
  * Runs the pipeline for one request: creates the context, runs the stages in order, turns whatever
  * they throw into the error envelope, and writes the request's one log line and its metrics.
+ *
+ * It is the hot path of every request, so it does only what each request needs: the stages run
+ * synchronously until one really returns a promise, the log line's fields are set directly, the
+ * metrics' labelled children are made once, and requests in progress are counted, not kept.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import type { Config } from '../config/schema.js';
-import type { ClientAddressing } from './client-address.js';
-import type { Logger } from '../observability/logger.js';
-import { type Metrics, statusClass } from '../observability/metrics.js';
-import type { Stage } from '../pipeline.js';
-import type { RequestContext } from './context.js';
 import { errors } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+import { type Metrics, requestRecorder } from '../observability/metrics.js';
+import type { Stage } from '../pipeline.js';
+import type { ClientAddressing } from './client-address.js';
+import type { RequestContext } from './context.js';
 import { toGatewayError, writeError } from './envelope.js';
 
 /** Milliseconds between the two interim answers that tell a gone client from a half-closed one. */
 const PROBE_GAP = 20;
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+/** The status a request is logged and counted with when its client went away first (nginx's). */
+const CLIENT_GONE = 499;
+/** The most of a `User-Agent` that goes into a log line. */
+const USER_AGENT = 256;
 
 export interface HandlerParts {
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** The configuration in force (swapped on reload) and its stages. */
+  /** The configuration in force (swapped on reload): its stages and how a client address is found. */
   current(): {
     readonly stages: ReadonlyArray<readonly [string, Stage]>;
-    readonly config: Config;
     readonly addressing: ClientAddressing;
   };
   /** True once the gateway drains: answers then close their connection. */
@@ -54,50 +60,102 @@ export interface RequestHandler {
 
 /** The `request` listener of the API server. */
 export function createHandler(parts: HandlerParts): RequestHandler {
-  const working = new Set<Promise<void>>();
   /**
    * The logger of request lines: `logger` without its redaction paths. A request line is built from
    * chosen fields only (never headers, the query or a credential), and path redaction with wildcards
    * costs more than the rest of the line (measured: ~3.5× per line).
    */
   const lines = parts.logger.child({}, { redact: { paths: [] } });
+  const recorder = requestRecorder(parts.metrics);
+  const { requestsInFlight, clientAborts, deadlineExceeded } = parts.metrics;
   /** The latest response of each connection, while it is pending. */
   const pending = new WeakMap<Socket, ServerResponse>();
-  const track = (work: Promise<unknown>) => {
-    // Never rejects: a failed clean-up is not a reason to crash, only to stop waiting for it.
-    const done = work.then(
-      () => undefined,
-      () => undefined,
-    );
-    working.add(done);
-    void done.then(() => working.delete(done));
+  /** Requests whose work or clean-up is not over yet, and who waits for there to be none. */
+  let working = 0;
+  const idle: Array<() => void> = [];
+  const done = () => {
+    working--;
+    if (working === 0) for (const resolve of idle.splice(0)) resolve();
   };
+
+  /** Writes the request's log line and metrics, releases its deadline and body, then calls `ended`. */
+  const finish = (ctx: RequestContext, ended: () => void): void => {
+    const { req, res, deadline } = ctx;
+    requestsInFlight.dec();
+    const operation = ctx.route?.operation ?? 'unmatched';
+    // Closed before its answer was finished: the client is gone, and so is any backend call for it.
+    const gone = !res.writableFinished;
+    if (gone) {
+      deadline?.abandon();
+      clientAborts.inc({ operation });
+    }
+    deadline?.dispose();
+    const status = gone ? CLIENT_GONE : res.statusCode;
+    const seconds = (performance.now() - ctx.startedAt) / 1000;
+    const method = METHODS.has(req.method as string) ? (req.method as string) : 'OTHER';
+    recorder.record(operation, method, status, seconds);
+    // An upstream's own 504 passes through; only the gateway's deadline counts here.
+    if (status === 504 && deadline?.timedOut) deadlineExceeded.inc({ operation });
+    const line = ctx.log;
+    line.request_id = ctx.id;
+    line.operation = operation;
+    line.method = req.method;
+    line.path = ctx.path;
+    line.status = status;
+    line.duration_ms = Math.round(seconds * 1e6) / 1000;
+    line.client = ctx.client;
+    line.bytes_in = ctx.body?.size ?? 0;
+    line.bytes_out = ctx.bytesOut;
+    const agent = req.headers['user-agent'];
+    if (agent !== undefined) line.user_agent = agent.length > USER_AGENT ? agent.slice(0, USER_AGENT) : agent;
+    const traceparent = req.headers.traceparent;
+    if (typeof traceparent === 'string') line.traceparent = traceparent;
+    if (status >= 500) lines.error(line, 'request');
+    else lines.info(line, 'request');
+    const disposed = ctx.body?.dispose();
+    if (disposed === undefined) return ended();
+    // A failed clean-up is not a reason to crash, only to stop waiting for it.
+    disposed.then(ended, ended);
+  };
+
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const rawTarget = req.url ?? '';
     const q = rawTarget.indexOf('?');
     const { stages, addressing } = parts.current();
+    const id = randomUUID();
     const ctx: RequestContext = {
       req,
       res,
-      id: randomUUID(),
+      id,
       startedAt: performance.now(),
       rawTarget,
       path: q === -1 ? rawTarget : rawTarget.slice(0, q),
       client: addressing.address(req),
       peerTrusted: addressing.peerTrusted(req),
+      headers: parts.draining() ? ['RequestID', id, 'Connection', 'close'] : ['RequestID', id],
+      bytesOut: 0,
       log: {},
     };
-    res.setHeader('RequestID', ctx.id);
-    if (parts.draining()) res.setHeader('Connection', 'close');
+    // Two parts end a request: its work (the stages) and its response's close (the line, the clean-up).
+    working++;
+    requestsInFlight.inc();
+    let open = 2;
+    const part = () => {
+      if (--open === 0) done();
+    };
     pending.set(req.socket, res);
-    res.once('close', () => track(finish(ctx, parts, lines)));
+    res.once('close', () => finish(ctx, part));
     if (parts.faulted()) {
       ctx.log.reason = 'faulted';
-      writeError(res, ctx.id, errors.faulted());
+      writeError(ctx, errors.faulted());
+      part();
       return;
     }
-    track(run(ctx, stages));
+    const running = run(ctx, stages, 0);
+    if (running === undefined) part();
+    else running.then(part, part);
   };
+
   const probe = (socket: Socket) => {
     const res = pending.get(socket);
     if (res === undefined || res.writableFinished) return;
@@ -117,59 +175,44 @@ export function createHandler(parts: HandlerParts): RequestHandler {
         setTimeout(() => probe(socket), PROBE_GAP).unref();
       });
     },
-    async settled() {
-      while (working.size > 0) await Promise.allSettled([...working]);
+    settled() {
+      if (working === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => idle.push(resolve));
     },
   });
 }
 
-async function run(ctx: RequestContext, stages: ReadonlyArray<readonly [string, Stage]>): Promise<void> {
+/**
+ * Runs the stages from `from`, synchronously for as long as each one answers at once; returns a
+ * promise only when a stage really waits (reading a body, a backend call). Never rejects: whatever a
+ * stage throws becomes the error envelope.
+ */
+function run(
+  ctx: RequestContext,
+  stages: ReadonlyArray<readonly [string, Stage]>,
+  from: number,
+): Promise<void> | undefined {
   try {
-    for (const [, stage] of stages) {
-      ctx.deadline?.signal.throwIfAborted();
-      await stage(ctx);
+    for (let i = from; i < stages.length; i++) {
+      ctx.deadline?.check();
+      const result = (stages[i] as readonly [string, Stage])[1](ctx);
+      if (result !== undefined) {
+        return result.then(
+          () => run(ctx, stages, i + 1),
+          (err: unknown) => fail(ctx, err),
+        );
+      }
     }
   } catch (err) {
-    const error = toGatewayError(err, ctx.deadline?.signal);
-    if (error.status >= 500 && error.status !== 504) ctx.log.err = err;
-    if (error.reason) ctx.log.reason = error.reason;
-    if (!ctx.res.destroyed) writeError(ctx.res, ctx.id, error);
+    fail(ctx, err);
   }
+  return undefined;
 }
 
-/** Writes the request's log line and metrics, and releases its timer and body. */
-function finish(ctx: RequestContext, parts: HandlerParts, lines: Logger): Promise<void> {
-  // Closed before its answer was finished: the client is gone, and so is any backend call for it.
-  if (!ctx.res.writableFinished) ctx.deadline?.abandon();
-  ctx.deadline?.dispose();
-  const disposed = ctx.body?.dispose() ?? Promise.resolve();
-  const { req, res } = ctx;
-  const operation = ctx.route?.operation ?? 'unmatched';
-  const status = res.headersSent ? res.statusCode : 0;
-  const seconds = (performance.now() - ctx.startedAt) / 1000;
-  const method = METHODS.has(req.method ?? '') ? (req.method as string) : 'OTHER';
-  parts.metrics.requests.inc({
-    operation,
-    method,
-    status_class: statusClass(status),
-  });
-  parts.metrics.requestDuration.observe({ operation }, seconds);
-  // An upstream's own 504 passes through; only the gateway's deadline counts here.
-  if (status === 504 && ctx.deadline?.signal.aborted) parts.metrics.deadlineExceeded.inc({ operation });
-  const traceparent = req.headers.traceparent;
-  lines[status >= 500 ? 'error' : 'info'](
-    {
-      request_id: ctx.id,
-      operation,
-      method: req.method,
-      path: ctx.path,
-      status,
-      duration_ms: Math.round(seconds * 1e6) / 1000,
-      client: ctx.client,
-      ...(typeof traceparent === 'string' ? { traceparent } : {}),
-      ...ctx.log,
-    },
-    'request',
-  );
-  return disposed;
+/** Answers a request whose stage threw: the catalogue error in the envelope, the details logged. */
+function fail(ctx: RequestContext, err: unknown): void {
+  const error = toGatewayError(err, ctx.deadline);
+  if (error.status >= 500 && error.status !== 504) ctx.log.err = err;
+  if (error.reason) ctx.log.reason = error.reason;
+  if (!ctx.res.destroyed) writeError(ctx, error);
 }

@@ -17,7 +17,7 @@ import type { UpstreamConfig } from '../upstream/config.js';
 import { createEndpoint, type UpstreamDeps } from '../upstream/endpoint.js';
 import type { ForwardedRequest } from '../upstream/forwarded.js';
 import type { RequestContext } from './context.js';
-import { pipe } from './respond.js';
+import { pipe, writeHead } from './respond.js';
 
 /** Forwards a request and relays its answer. */
 export interface ProxyRelay {
@@ -164,7 +164,7 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
             const id = upstreamRequestId(proxyRes.headers);
             if (id !== undefined) ctx.log.upstream_request_id = id;
             try {
-              out.writeHead(status, answerHeaders(proxyRes, id));
+              writeHead(ctx, status, answerHeaders(proxyRes, id));
             } catch (err) {
               // A header value Node will not write (a control character): the answer is unusable.
               proxyRes.destroy();
@@ -175,7 +175,7 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
             proxyRes.setTimeout(config.body_timeout, () =>
               proxyRes.destroy(Object.assign(new Error('body timeout'), { code: 'UND_ERR_BODY_TIMEOUT' })),
             );
-            pipe(proxyRes, out).then(resolve, (err: unknown) => {
+            pipe(proxyRes, ctx).then(resolve, (err: unknown) => {
               // Cut mid-body: the client's connection is cut too (a truncated answer never looks complete).
               out.destroy();
               reject(proxyRes.complete || signal.aborted ? err : endpoint.failed(err, signal));
@@ -258,23 +258,21 @@ function droppedHeaders(req: IncomingMessage, peerTrusted: boolean, ours: Record
  * named in its `Connection`, and its `RequestID` (ours stays; its own comes back as
  * `X-Upstream-RequestID`) and `Preference-Applied` (ours stays).
  */
-function answerHeaders(proxyRes: IncomingMessage, id: string | undefined): Record<string, string | string[]> {
+function answerHeaders(proxyRes: IncomingMessage, id: string | undefined): string[] {
   const dropped = new Set([
     ...HOP_BY_HOP,
     ...listedIn(proxyRes.headers.connection),
     'requestid',
     'preference-applied',
   ]);
-  const out: Record<string, string | string[]> = {};
+  const out: string[] = [];
   const raw = proxyRes.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     if (dropped.has(name.toLowerCase())) continue;
-    const value = raw[i + 1] as string;
-    const seen = out[name];
-    out[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+    out.push(name, raw[i + 1] as string);
   }
-  if (id !== undefined) out['X-Upstream-RequestID'] = id;
+  if (id !== undefined) out.push('X-Upstream-RequestID', id);
   return out;
 }
 

@@ -1,47 +1,58 @@
 /**
- * Writing successful responses. Headers set by earlier stages (`RequestID`, `Preference-Applied`)
- * are already on the response; these add the status, the body and its framing. HEAD gets the headers only.
+ * Writing responses. Every answer is one `writeHead` with a flat `[name, value, …]` list: the
+ * gateway's own headers the stages gathered (`RequestID`, `Preference-Applied`, …, in
+ * `ctx.headers`) and the answer's own (its type, its length). Node takes such a list as it is, with
+ * no `setHeader` per header and no object to walk. HEAD gets the headers only.
  */
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { errors } from '../errors.js';
 import type { UpstreamAnswer } from '../upstream/answer.js';
 import type { RequestContext } from './context.js';
 
+/** A flat header list: `[name, value, name, value, …]`. */
+export type HeaderList = readonly string[];
+
 /** The `Content-Type` of every JSON answer. */
-export const JSON_TYPE: Readonly<OutgoingHttpHeaders> = Object.freeze({
-  'Content-Type': 'application/json; charset=utf-8',
-});
+export const JSON_TYPE: HeaderList = Object.freeze(['Content-Type', 'application/json; charset=utf-8']);
+
+/** Writes the status line and headers: the gateway's own (`ctx.headers`), then `own`. */
+export function writeHead(ctx: RequestContext, status: number, own: HeaderList): void {
+  const headers = ctx.headers.length === 0 ? own : ctx.headers.concat(own);
+  ctx.res.writeHead(status, headers as string[]);
+}
 
 /** Sends `value` as JSON with `status`. */
-export function sendJson(
-  ctx: RequestContext,
-  status: number,
-  value: unknown,
-  headers: OutgoingHttpHeaders = {},
-): void {
-  sendBytes(ctx, status, Buffer.from(JSON.stringify(value)), {
-    'Content-Type': 'application/json; charset=utf-8',
-    ...headers,
-  });
+export function sendJson(ctx: RequestContext, status: number, value: unknown): void {
+  sendBytes(ctx, status, Buffer.from(JSON.stringify(value)), JSON_TYPE);
 }
 
 /** Sends `body` with `status` and `headers` (which should name its `Content-Type`). */
-export function sendBytes(
-  ctx: RequestContext,
-  status: number,
-  body: Buffer,
-  headers: OutgoingHttpHeaders,
-): void {
-  const { res } = ctx;
-  res.writeHead(status, { ...headers, 'Content-Length': body.length });
-  res.end(ctx.req.method === 'HEAD' ? undefined : body);
+export function sendBytes(ctx: RequestContext, status: number, body: Buffer, headers: HeaderList): void {
+  ctx.res.writeHead(status, ctx.headers.concat(headers, 'Content-Length', String(body.length)));
+  if (ctx.req.method === 'HEAD') {
+    ctx.res.end();
+    return;
+  }
+  ctx.bytesOut = body.length;
+  ctx.res.end(body);
 }
 
 /** Sends a status with no body (304). */
-export function sendEmpty(ctx: RequestContext, status: number, headers: OutgoingHttpHeaders): void {
-  ctx.res.writeHead(status, headers);
+export function sendEmpty(ctx: RequestContext, status: number, headers: HeaderList): void {
+  writeHead(ctx, status, headers);
   ctx.res.end();
+}
+
+/** An object of headers as a flat list (a value given as a list repeats its name). */
+export function headerList(headers: Readonly<Record<string, string | readonly string[]>>): string[] {
+  const list: string[] = [];
+  for (const name of Object.keys(headers)) {
+    const value = headers[name] as string | readonly string[];
+    if (typeof value === 'string') list.push(name, value);
+    else for (const v of value) list.push(name, v);
+  }
+  return list;
 }
 
 /**
@@ -57,31 +68,36 @@ export async function relay(ctx: RequestContext, answer: UpstreamAnswer): Promis
   if (Buffer.isBuffer(body)) {
     // The bytes held are the body: their length is its length (a HEAD keeps the upstream's word).
     const headers = bodiless ? answer.headers : { ...answer.headers, 'content-length': String(body.length) };
-    ctx.res.writeHead(answer.status, headers);
+    writeHead(ctx, answer.status, headerList(headers));
+    if (!bodiless) ctx.bytesOut = body.length;
     ctx.res.end(bodiless ? undefined : body);
     return;
   }
-  ctx.res.writeHead(answer.status, answer.headers);
+  writeHead(ctx, answer.status, headerList(answer.headers));
   if (bodiless) {
     body.resume(); // nothing to relay; let the upstream connection go back to its pool
     ctx.res.end();
     return;
   }
-  await pipe(body, ctx.res);
+  await pipe(body, ctx);
 }
 
 /**
- * Pipes `body` into `res`; resolves when `res` has finished, rejects when `body` fails (the client's
- * connection is then cut) and stops reading `body` when the client goes away. (Not
- * `stream/promises` `pipeline`: it creates and aborts an AbortController per call, whose
- * DOMException costs more than the rest of a small relay.)
+ * Pipes `body` into the response, counting its bytes; resolves when the response has finished,
+ * rejects when `body` fails (the client's connection is then cut) and stops reading `body` when the
+ * client goes away. (Not `stream/promises` `pipeline`: it creates and aborts an AbortController per
+ * call, whose DOMException costs more than the rest of a small relay.)
  */
-export function pipe(body: Readable, res: ServerResponse): Promise<void> {
+export function pipe(body: Readable, ctx: RequestContext): Promise<void> {
+  const res: ServerResponse = ctx.res;
   return new Promise<void>((resolve, reject) => {
     const cut = (err: unknown) => {
       res.destroy();
       reject(err);
     };
+    body.on('data', (chunk: Buffer) => {
+      ctx.bytesOut += chunk.length;
+    });
     body.once('error', cut);
     // A source closed before its end without an error is cut too (never passed off as complete).
     body.once('close', () => {

@@ -62,8 +62,10 @@ export function flushLogs(logger: Logger, ms = 1_000): Promise<void> {
  * (sonic-boom's synchronous flush at exit would retry a broken pipe for ever, hence `flushLogs`).
  */
 function stdout(): DestinationStream {
-  // minLength 1: every line is written at once (as with 0), but `flush(cb)` then waits for the writes
-  // under way instead of answering at once, so `flushLogs` really waits for them. pino's own error
-  // listener turns the stream into a no-op on EPIPE.
-  return pino.destination({ dest: 1, sync: false, minLength: 1 });
+  // Lines are gathered and written together: one write(2) per 8 KiB of lines, or every 25 ms,
+  // whichever comes first, instead of one per request (measured: a write per line cost about a fifth
+  // of the gateway's CPU per request). A line is out within 25 ms. `flush(cb)` waits for the writes
+  // under way, so `flushLogs` really waits for them; pino's own error listener turns the stream into
+  // a no-op on EPIPE.
+  return pino.destination({ dest: 1, sync: false, minLength: 8 * 1024, periodicFlush: 25 });
 }

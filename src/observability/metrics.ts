@@ -25,8 +25,19 @@ export function createMetrics() {
     registry,
     requests: new client.Counter({
       name: 'gateway_requests_total',
-      help: 'Requests answered, by operation, method and status class.',
-      labelNames: ['operation', 'method', 'status_class'] as const,
+      help: 'Requests answered, by operation, method, status class and exact status (499: the client went away).',
+      labelNames: ['operation', 'method', 'status_class', 'code'] as const,
+      registers,
+    }),
+    requestsInFlight: new client.Gauge({
+      name: 'gateway_requests_in_flight',
+      help: 'Requests taken and not yet answered or abandoned.',
+      registers,
+    }),
+    clientAborts: new client.Counter({
+      name: 'gateway_client_aborts_total',
+      help: 'Requests whose client went away before its answer was finished, by operation.',
+      labelNames: ['operation'] as const,
       registers,
     }),
     requestDuration: new client.Histogram({
@@ -162,5 +173,35 @@ export type Metrics = ReturnType<typeof createMetrics>;
 
 /** The `status_class` label of a status: `2xx` … `5xx`, or `aborted` when no answer was sent (0). */
 export function statusClass(status: number): string {
-  return status === 0 ? 'aborted' : `${Math.floor(status / 100)}xx`;
+  return `${Math.floor(status / 100)}xx`;
+}
+
+/** The per-request counters' children, each made once (prom-client hashes the labels on every call otherwise). */
+export interface RequestRecorder {
+  /** Counts one answered request and observes its duration (seconds). */
+  record(operation: string, method: string, status: number, seconds: number): void;
+}
+
+/** The recorder of `metrics`' request counters. */
+export function requestRecorder(metrics: Metrics): RequestRecorder {
+  const counters = new Map<string, { inc(): void }>();
+  const durations = new Map<string, { observe(value: number): void }>();
+  return {
+    record(operation, method, status, seconds) {
+      const key = `${operation} ${method} ${status}`;
+      let counter = counters.get(key);
+      if (counter === undefined) {
+        const code = String(status);
+        counter = metrics.requests.labels({ operation, method, status_class: statusClass(status), code });
+        counters.set(key, counter);
+      }
+      counter.inc();
+      let duration = durations.get(operation);
+      if (duration === undefined) {
+        duration = metrics.requestDuration.labels({ operation });
+        durations.set(operation, duration);
+      }
+      duration.observe(seconds);
+    },
+  };
 }

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import {
   COLLECTOR_TYPES,
+  type ChecksumFile,
   type CollectorsBackend,
   type CollectorType,
 } from '../backends/collectors/backend.js';
@@ -37,32 +38,39 @@ export function createCollectorChecksum(deps: { backend: CollectorsBackend }): O
   return {
     id: 'GetCollectorChecksum',
     permission: 'collectors:read',
-    async handle(ctx: RequestContext): Promise<void> {
+    handle(ctx: RequestContext) {
       const params = ctx.route?.params ?? {};
       const type = collectorType(params.collector_type ?? '');
       const release = parseReleaseTag(params.release_tag ?? '');
       if (release === undefined) throw errors.invalidReleaseTag();
-      const file = await deps.backend.getChecksum(type, release, backendCall(ctx));
-      if (file instanceof UpstreamAnswer) return relay(ctx, file);
-      if (file === undefined) throw errors.notFound('path:release_tag');
-
-      const tag = etag(file.bytes);
-      const headers: Record<string, string> = {
-        ETag: tag,
-        'Cache-Control': release === 'latest' ? REVALIDATE : IMMUTABLE,
-      };
-      if (file.cache !== undefined) headers['X-Cache'] = file.cache;
-      if (matches(ctx.req.headers['if-none-match'], tag)) {
-        sendEmpty(ctx, 304, headers);
-        return;
-      }
-      sendBytes(ctx, 200, file.bytes, {
-        ...headers,
-        'Content-Type': 'application/octet-stream',
-        'Content-Disposition': `attachment; filename="${checksumFileName(type, file.version)}"`,
-      });
+      const found = deps.backend.getChecksum(type, release, backendCall(ctx));
+      // A cache hit answers at once: no promise, no turn of the event loop.
+      if (found instanceof Promise) return found.then((file) => answer(ctx, type, release, file));
+      return answer(ctx, type, release, found);
     },
   };
+
+  /** Writes the file (or 304), or relays an upstream's own answer. */
+  function answer(
+    ctx: RequestContext,
+    type: CollectorType,
+    release: string,
+    file: ChecksumFile | UpstreamAnswer | undefined,
+  ): void | Promise<void> {
+    if (file instanceof UpstreamAnswer) return relay(ctx, file);
+    if (file === undefined) throw errors.notFound('path:release_tag');
+    const tag = etag(file.bytes);
+    const headers = ['ETag', tag, 'Cache-Control', release === 'latest' ? REVALIDATE : IMMUTABLE];
+    if (file.cache !== undefined) headers.push('X-Cache', file.cache);
+    if (matches(ctx.req.headers['if-none-match'], tag)) return sendEmpty(ctx, 304, headers);
+    headers.push(
+      'Content-Type',
+      'application/octet-stream',
+      'Content-Disposition',
+      `attachment; filename="${checksumFileName(type, file.version)}"`,
+    );
+    sendBytes(ctx, 200, file.bytes, headers);
+  }
 }
 
 function collectorType(value: string): CollectorType {

@@ -11,8 +11,9 @@ export interface Operation {
    * Runs the operation's own stages in the contract's order: path parameters (400) → existence (404)
    * → body validation (400/413) → the backend call, and writes the response. Errors are thrown as
    * `GatewayError`s; every backend call gets the request's `BackendCall` (`http/forwarded.ts`).
+   * Returns a promise only when it waits: an answer from memory is written at once.
    */
-  handle(ctx: RequestContext): Promise<void>;
+  handle(ctx: RequestContext): void | Promise<void>;
   /** Whether what the operation holds itself can serve (the pass-through's service); absent: yes. */
   ready?(): boolean;
   /** Releases what the operation holds itself. */

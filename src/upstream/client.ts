@@ -47,35 +47,42 @@ export function createUpstreamClient(
   });
 
   return {
-    async send({ request, headers: extra, signal }) {
+    send({ request, headers: extra, signal }) {
       const target = endpoint.prefix + request.target;
-      const { body } = request;
-      const headers: Record<string, string> = {
-        ...(await endpoint.headers(request, target, body)),
-        ...extra,
+      // An empty held body (a GET's) goes out as none at all.
+      const held = request.body;
+      const body = held === undefined || (!Buffer.isBuffer(held) && held.size === 0) ? undefined : held;
+      const go = (headers: Record<string, string>): Promise<Arrived> => {
+        if (extra !== undefined) Object.assign(headers, extra);
+        if (request.contentType !== undefined) headers['content-type'] = request.contentType;
+        // A held body's size is known: it goes out with a length, not chunked.
+        if (body !== undefined && !Buffer.isBuffer(body)) headers['content-length'] = String(body.size);
+        const started = performance.now();
+        return pool
+          .request({
+            method: request.method as Dispatcher.HttpMethod,
+            path: target,
+            headers,
+            body: body === undefined || Buffer.isBuffer(body) ? body : body.stream(),
+            signal,
+          })
+          .then(
+            (answer) => {
+              if (!relayableStatus(answer.statusCode)) {
+                // Not awaited: the 502 goes out at once, and the connection is released (or cut) after.
+                answer.body.dump().catch(() => undefined);
+                throw endpoint.failed(errors.upstreamBadAnswer('status'), signal, started);
+              }
+              endpoint.answered(started);
+              return answer;
+            },
+            (err: unknown) => {
+              throw endpoint.failed(err, signal, started);
+            },
+          );
       };
-      if (request.contentType !== undefined) headers['content-type'] = request.contentType;
-      // A held body's size is known: it goes out with a length, not chunked.
-      if (body !== undefined && !Buffer.isBuffer(body)) headers['content-length'] = String(body.size);
-      const started = performance.now();
-      try {
-        const answer = await pool.request({
-          method: request.method as Dispatcher.HttpMethod,
-          path: target,
-          headers,
-          body: body === undefined || Buffer.isBuffer(body) ? body : body.stream(),
-          signal,
-        });
-        if (!relayableStatus(answer.statusCode)) {
-          // Not awaited: the 502 goes out at once, and the connection is released (or cut) after.
-          answer.body.dump().catch(() => undefined);
-          throw errors.upstreamBadAnswer('status');
-        }
-        endpoint.answered(started);
-        return answer;
-      } catch (err) {
-        throw endpoint.failed(err, signal, started);
-      }
+      const headers = endpoint.headers(request, target, body);
+      return headers instanceof Promise ? headers.then(go) : go(headers);
     },
     async read(answer, limit, signal) {
       try {

@@ -30,13 +30,14 @@ export interface UpstreamEndpoint {
   /**
    * The headers the gateway sets on a request to this upstream for `request`: forwarding, request
    * id, subject, `Prefer` with the seconds left, `traceparent`, and the credentials of its `auth`,
-   * signed over exactly `method`, `target` (prefixed) and `body` as they go out.
+   * signed over exactly `method`, `target` (prefixed) and `body` as they go out. At once, unless a
+   * held body must be read to be signed.
    */
   headers(
     request: ForwardedRequest,
     target: string,
     body: OutgoingBody | undefined,
-  ): Promise<Record<string, string>>;
+  ): Record<string, string> | Promise<Record<string, string>>;
   /** Records an answer's arrival (`started`: `performance.now()` when the request went out). */
   answered(started: number): void;
   /**
@@ -56,19 +57,47 @@ export function createEndpoint(config: UpstreamConfig, name: string, deps: Upstr
   const prefix = url.pathname.replace(/\/+$/, '');
   const reachability = probeReachability(url, config.connect_timeout, name, deps.logger);
   const keys = new RequestKeys();
+  const date = requestDates();
   const { metrics } = deps;
-  const observe = (started: number) =>
-    metrics.upstreamDuration.observe({ backend: name }, (performance.now() - started) / 1000);
+  const duration = metrics.upstreamDuration.labels({ backend: name });
+  const observe = (started: number) => duration.observe((performance.now() - started) / 1000);
 
   return {
     name,
     url,
     prefix,
-    async headers(request, target, body) {
-      return {
-        ...forwardingHeaders(request),
-        ...(await authHeaders(config.auth, request, target, body, keys)),
+    headers(request, target, body) {
+      const headers = forwardingHeaders(request);
+      const { auth } = config;
+      if (auth.type === 'bearer') {
+        headers.authorization = `Bearer ${auth.token}`;
+        return headers;
+      }
+      if (auth.type === 'client') {
+        const { credentials } = request;
+        if (credentials?.authorization !== undefined) headers.authorization = credentials.authorization;
+        if (credentials?.requestdate !== undefined) headers.requestdate = credentials.requestdate;
+        if (credentials?.signature !== undefined) headers.signature = credentials.signature;
+        return headers;
+      }
+      // Re-signed over exactly what goes out; repeated requests (the same method and target within
+      // the hour) reuse their signing key.
+      const requestDate = date();
+      const digest = keys.open(auth.token_id, auth.token_key, request.method, target, requestDate);
+      headers.authorization = `${auth.scheme} ${auth.token_id}`;
+      headers.requestdate = requestDate;
+      const signed = () => {
+        headers.signature = digest.digest().toString('base64');
+        return headers;
       };
+      if (body === undefined || Buffer.isBuffer(body) || body.size === 0) {
+        if (Buffer.isBuffer(body)) digest.update(body);
+        return signed();
+      }
+      return (async () => {
+        for await (const chunk of body.stream()) digest.update(chunk as Buffer);
+        return signed();
+      })();
     },
     answered(started) {
       observe(started);
@@ -111,31 +140,19 @@ function forwardingHeaders(request: ForwardedRequest): Record<string, string> {
 }
 
 /**
- * The authentication headers under `auth`: re-signed over exactly the method, target and body that
- * go out (`signature`), a static token (`bearer`), or the client's own headers (`client`; absent
- * ones stay absent).
+ * Now as a `RequestDate`, formatted once per second (every request going out in that second shares
+ * the string, and with it its signing key's cache entry).
  */
-async function authHeaders(
-  auth: UpstreamConfig['auth'],
-  request: ForwardedRequest,
-  target: string,
-  body: OutgoingBody | undefined,
-  keys: RequestKeys,
-): Promise<Record<string, string>> {
-  if (auth.type === 'bearer') return { authorization: `Bearer ${auth.token}` };
-  if (auth.type === 'client') return { ...request.credentials };
-  const date = formatRequestDate(Date.now());
-  // Repeated requests (the same method and target within the hour) reuse their signing key.
-  const digest = keys.open(auth.token_id, auth.token_key, request.method, target, date);
-  if (Buffer.isBuffer(body)) {
-    digest.update(body);
-  } else if (body !== undefined) {
-    for await (const chunk of body.stream()) digest.update(chunk as Buffer);
-  }
-  return {
-    authorization: `${auth.scheme} ${auth.token_id}`,
-    requestdate: date,
-    signature: digest.digest().toString('base64'),
+function requestDates(): () => string {
+  let second = -1;
+  let text = '';
+  return () => {
+    const now = Math.floor(Date.now() / 1000);
+    if (now !== second) {
+      second = now;
+      text = formatRequestDate(now * 1000);
+    }
+    return text;
   };
 }
 

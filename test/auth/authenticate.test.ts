@@ -421,9 +421,17 @@ backends:
     headers: { authorization, 'content-length': '3' },
     rawHeaders: ['Authorization', authorization, 'Content-Length', '3'],
   });
-  const ctx = { req, res: { closed: true }, rawTarget: PATCH, path: PATCH, log: {} } as never as Parameters<
-    typeof authenticate
-  >[0];
-  await t.rejects(authenticate(ctx), { status: 400, message: 'request body was not received completely' });
+  const ctx = {
+    req,
+    res: { closed: true },
+    rawTarget: PATCH,
+    path: PATCH,
+    headers: [],
+    log: {},
+  } as never as Parameters<typeof authenticate>[0];
+  await t.rejects(async () => authenticate(ctx), {
+    status: 400,
+    message: 'request body was not received completely',
+  });
   t.equal(ctx.body?.size, 3, 'handed over so that the response cleanup can also dispose it');
 });

@@ -34,9 +34,9 @@ function unsigned(claims: Record<string, unknown>): string {
   return `${part({ alg: 'none', typ: 'JWT' })}.${part({ exp: NOW_S + 600, ...claims })}.`;
 }
 
-async function refusal(t: Test, promise: Promise<unknown>, reason: string, name = reason) {
+async function refusal(t: Test, verified: unknown, reason: string, name = reason) {
   await t.rejects(
-    promise,
+    async () => verified,
     { status: 401, context: 'header:Authorization', message: 'Token Authorization failed.', reason },
     name,
   );
@@ -138,8 +138,8 @@ t.test('without a secret every bearer token fails with no_key', async (t) => {
 
 t.test('the reason never carries the token', async (t) => {
   const jwt = await token({ exp: NOW_S - 1 });
-  const err = await verifier()
-    .verify(jwt)
+  const err = await Promise.resolve()
+    .then(() => verifier().verify(jwt))
     .catch((e: Error) => e);
   t.notMatch(JSON.stringify({ ...(err as object), message: (err as Error).message }), jwt);
 });

@@ -117,7 +117,7 @@ t.test('one waiter aborting does not abort the fetch the others wait on', async 
   const second = cache.getChecksum('sharphound', '2.9.0', never());
   const reason = new Error('deadline');
   impatient.abort(reason);
-  await t.rejects(first, reason, 'the aborted waiter gets its own reason at once');
+  await t.rejects(async () => first, reason, 'the aborted waiter gets its own reason at once');
   t.equal(state.calls[0]?.signal.aborted, false, 'the shared fetch goes on');
   gate.open();
   t.equal((await second)?.bytes.toString(), A40);
@@ -131,7 +131,7 @@ t.test('the fetch is aborted once its last waiter has gone, and the next request
   const alone = new AbortController();
   const pending = cache.getChecksum('sharphound', '2.9.0', callOf(alone.signal));
   alone.abort(new Error('client went away'));
-  await t.rejects(pending, { message: 'client went away' });
+  await t.rejects(async () => pending, { message: 'client went away' });
   t.equal(state.calls[0]?.signal.aborted, true);
   state.hold = undefined;
   t.equal((await cache.getChecksum('sharphound', '2.9.0', never()))?.version, '2.9.0');
@@ -142,7 +142,10 @@ t.test('a signal already aborted is refused without a backend call', async (t) =
   const { state, backend } = countingBackend({ 'sharphound/2.9.0': A40 });
   const { cache } = setup(backend);
   const reason = new Error('too late');
-  await t.rejects(cache.getChecksum('sharphound', '2.9.0', callOf(AbortSignal.abort(reason))), reason);
+  await t.rejects(
+    async () => cache.getChecksum('sharphound', '2.9.0', callOf(AbortSignal.abort(reason))),
+    reason,
+  );
   t.equal(state.calls.length, 0);
 });
 
@@ -223,7 +226,7 @@ t.test('a failed fetch reaches every waiter and is not cached', async (t) => {
     cache.getChecksum('sharphound', 'latest', never()),
   ];
   gate.open();
-  for (const p of both) await t.rejects(p, { message: 'disk on fire' });
+  for (const p of both) await t.rejects(async () => p, { message: 'disk on fire' });
   t.equal(state.calls.length, 1);
   state.fail = undefined;
   state.hold = undefined;

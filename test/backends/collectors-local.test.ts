@@ -86,8 +86,8 @@ t.test('an aborted signal stops the read with its reason', async (t) => {
   const controller = new AbortController();
   const reason = new Error('deadline');
   controller.abort(reason);
-  await t.rejects(backend.getChecksum('sharphound', 'latest', callOf(controller.signal)), reason);
-  await t.rejects(backend.getChecksum('sharphound', '2.9.0', callOf(controller.signal)), reason);
+  await t.rejects(async () => backend.getChecksum('sharphound', 'latest', callOf(controller.signal)), reason);
+  await t.rejects(async () => backend.getChecksum('sharphound', '2.9.0', callOf(controller.signal)), reason);
   await backend.close();
 });
 
@@ -97,7 +97,7 @@ t.test('an unreadable directory or file is an error, not "no release"', async (t
   // A symbolic link to itself cannot be read, whoever runs the test.
   const file = join(dir, 'sharphound', 'sharphound-v2.9.0.zip.sha256');
   await symlink(file, file);
-  await t.rejects(backend.getChecksum('sharphound', '2.9.0', never()), { code: 'ELOOP' });
+  await t.rejects(async () => backend.getChecksum('sharphound', '2.9.0', never()), { code: 'ELOOP' });
   await symlink(join(dir, 'azurehound'), join(dir, 'azurehound'));
-  await t.rejects(backend.getChecksum('azurehound', 'latest', never()), { code: 'ELOOP' });
+  await t.rejects(async () => backend.getChecksum('azurehound', 'latest', never()), { code: 'ELOOP' });
 });

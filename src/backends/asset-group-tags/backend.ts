@@ -1,7 +1,7 @@
 /** The asset group tags backend: tags, their selectors and the members the selectors cover. */
 import type { UpstreamAnswer } from '../../upstream/answer.js';
 import type { Closable } from '../backend-type.js';
-import type { BackendCall } from '../call.js';
+import type { Answer, BackendCall } from '../call.js';
 
 export interface Selector {
   id: number;
@@ -44,5 +44,5 @@ export interface AssetGroupTagsBackend extends Closable {
     tagId: number,
     memberId: number,
     call: BackendCall,
-  ): Promise<MemberWithSelectors | undefined | UpstreamAnswer>;
+  ): Answer<MemberWithSelectors | undefined | UpstreamAnswer>;
 }

@@ -1,7 +1,7 @@
 /** The collectors backend: where checksum files come from. */
 import type { UpstreamAnswer } from '../../upstream/answer.js';
 import type { Closable } from '../backend-type.js';
-import type { BackendCall } from '../call.js';
+import type { Answer, BackendCall } from '../call.js';
 
 /** The collector types the API knows (case-sensitive). */
 export const COLLECTOR_TYPES = ['sharphound', 'azurehound', 'openhound'] as const;
@@ -28,7 +28,7 @@ export interface CollectorsBackend extends Closable {
     type: CollectorType,
     release: string,
     call: BackendCall,
-  ): Promise<ChecksumFile | UpstreamAnswer | undefined>;
+  ): Answer<ChecksumFile | UpstreamAnswer | undefined>;
   /**
    * True when the answers depend on the client's own credentials (an upstream with `client` auth):
    * the checksum cache then keeps them per identity and shares a fetch only within one identity.
@@ -38,5 +38,5 @@ export interface CollectorsBackend extends Closable {
 
 /** A backend that answers itself (a local directory): never an upstream's answer. */
 export interface ChecksumStore extends CollectorsBackend {
-  getChecksum(type: CollectorType, release: string, call: BackendCall): Promise<ChecksumFile | undefined>;
+  getChecksum(type: CollectorType, release: string, call: BackendCall): Answer<ChecksumFile | undefined>;
 }

@@ -69,7 +69,12 @@ export function createChecksumCache<B extends CollectorsBackend>(inner: B, optio
   const flights = new Map<string, Flight>();
   const perIdentity = inner.perIdentity === true;
 
-  const count = (result: 'hit' | 'miss' | 'stale') => metrics.checksumCacheRequests.inc({ result });
+  const counted = {
+    hit: metrics.checksumCacheRequests.labels({ result: 'hit' }),
+    miss: metrics.checksumCacheRequests.labels({ result: 'miss' }),
+    stale: metrics.checksumCacheRequests.labels({ result: 'stale' }),
+  };
+  const count = (result: 'hit' | 'miss' | 'stale') => counted[result].inc();
 
   /** Whose entries a request reads: everybody's, or under per-identity credentials its identity's. */
   const scopeOf = (call: BackendCall) => (perIdentity ? `${call.request.principal ?? ''}\n` : '');
@@ -146,65 +151,91 @@ export function createChecksumCache<B extends CollectorsBackend>(inner: B, optio
     });
   }
 
+  /** Each file as served from the cache and as fetched for the request (`X-Cache`), made once. */
+  const marked = new WeakMap<ChecksumFile, { HIT: ChecksumFile; MISS: ChecksumFile }>();
+  const mark = (file: ChecksumFile, cache: 'HIT' | 'MISS'): ChecksumFile => {
+    let variants = marked.get(file);
+    if (variants === undefined) {
+      variants = {
+        HIT: Object.freeze({ ...file, cache: 'HIT' }),
+        MISS: Object.freeze({ ...file, cache: 'MISS' }),
+      };
+      marked.set(file, variants);
+    }
+    return variants[cache];
+  };
+
   /** What a waiter gets: a file marked with where it came from (`X-Cache`), counted once. */
   const served = (outcome: Outcome, from: 'hit' | 'miss'): Found => {
     const result = outcome.stale ? 'stale' : from;
     count(result);
     const { found } = outcome;
     if (found === undefined || found instanceof UpstreamAnswer) return found;
-    return { ...found, cache: result === 'miss' ? 'MISS' : 'HIT' };
+    return mark(found, result === 'miss' ? 'MISS' : 'HIT');
+  };
+
+  /** A version's file fetched for `call` (and kept), shared by the requests that want it meanwhile. */
+  const fetchVersion = async (type: CollectorType, release: string, call: BackendCall, scope: string) => {
+    call.signal.throwIfAborted();
+    const key = `${scope}${type}/${release}`;
+    const request = sharedRequest(type, release, call);
+    const outcome = await join(key, call.signal, async (own) => {
+      const found = await inner.getChecksum(type, release, { signal: own, request });
+      if (isFile(found)) keep(scope, type, found);
+      return { found, stale: false };
+    });
+    return served(outcome, 'miss');
+  };
+
+  /** What `latest` means, resolved again through the backend (stale-if-error). */
+  const fetchLatest = async (type: CollectorType, call: BackendCall, scope: string) => {
+    call.signal.throwIfAborted();
+    const latestKey = `${scope}${type}`;
+    const resolved = latest.get(latestKey);
+    const request = sharedRequest(type, 'latest', call);
+    const outcome = await join(`${scope}${type}/latest`, call.signal, async (own) => {
+      let found: Found;
+      try {
+        found = await inner.getChecksum(type, 'latest', { signal: own, request });
+      } catch (err) {
+        if (own.aborted || resolved === undefined) throw err;
+        return stale(latestKey, resolved.file);
+      }
+      // stale-if-error: an upstream's 5xx is a failure; its answer below 500 (a 404, a 401) stands.
+      if (found instanceof UpstreamAnswer) {
+        return found.status >= 500 && resolved !== undefined
+          ? stale(latestKey, resolved.file)
+          : { found, stale: false };
+      }
+      // A file too large to keep is not held here either: `latest` is then fetched every time.
+      if (found === undefined || found.bytes.length <= maxEntryBytes) {
+        latest.set(latestKey, { file: found, expiresAt: now() + latestTtl });
+      } else {
+        latest.delete(latestKey);
+      }
+      if (found !== undefined) keep(scope, type, found);
+      return { found, stale: false };
+    });
+    return served(outcome, 'miss');
   };
 
   const cache: CollectorsBackend = {
     perIdentity,
-    async getChecksum(type, release, call) {
-      const { signal } = call;
-      signal.throwIfAborted();
+    /** A hit answers at once (the pipeline has checked the deadline just before); a miss waits. */
+    getChecksum(type, release, call) {
       // A HEAD under the client's own credentials is signed as a HEAD: it goes through as it came.
       if (perIdentity && call.request.method === 'HEAD') return inner.getChecksum(type, release, call);
       const scope = scopeOf(call);
       if (release !== 'latest') {
-        const key = `${scope}${type}/${release}`;
-        const cached = files.get(key);
+        const cached = files.get(`${scope}${type}/${release}`);
         if (cached !== undefined) return served({ found: cached, stale: false }, 'hit');
-        const request = sharedRequest(type, release, call);
-        const outcome = await join(key, signal, async (own) => {
-          const found = await inner.getChecksum(type, release, { signal: own, request });
-          if (isFile(found)) keep(scope, type, found);
-          return { found, stale: false };
-        });
-        return served(outcome, 'miss');
+        return fetchVersion(type, release, call, scope);
       }
-      const latestKey = `${scope}${type}`;
-      const resolved = latest.get(latestKey);
+      const resolved = latest.get(`${scope}${type}`);
       if (resolved !== undefined && now() < resolved.expiresAt) {
         return served({ found: resolved.file, stale: false }, 'hit');
       }
-      const request = sharedRequest(type, 'latest', call);
-      const outcome = await join(`${scope}${type}/latest`, signal, async (own) => {
-        let found: Found;
-        try {
-          found = await inner.getChecksum(type, 'latest', { signal: own, request });
-        } catch (err) {
-          if (own.aborted || resolved === undefined) throw err;
-          return stale(latestKey, resolved.file);
-        }
-        // stale-if-error: an upstream's 5xx is a failure; its answer below 500 (a 404, a 401) stands.
-        if (found instanceof UpstreamAnswer) {
-          return found.status >= 500 && resolved !== undefined
-            ? stale(latestKey, resolved.file)
-            : { found, stale: false };
-        }
-        // A file too large to keep is not held here either: `latest` is then fetched every time.
-        if (found === undefined || found.bytes.length <= maxEntryBytes) {
-          latest.set(latestKey, { file: found, expiresAt: now() + latestTtl });
-        } else {
-          latest.delete(latestKey);
-        }
-        if (found !== undefined) keep(scope, type, found);
-        return { found, stale: false };
-      });
-      return served(outcome, 'miss');
+      return fetchLatest(type, call, scope);
     },
 
     ready: () => inner.ready?.() ?? true,
