@@ -6,15 +6,9 @@
  * prepare and fill the PostgreSQL store, `gateway tokens ...` manages the token store.
  */
 import { parseArgs } from 'node:util';
-import { runImport } from './cli/import.js';
-import { runMigrate } from './cli/migrate.js';
-import { runSign } from './cli/sign.js';
-import { shadowedTokens } from './cli/tokens-check.js';
-import { runTokens } from './cli/tokens.js';
-import { runVerify } from './cli/verify.js';
-import { ConfigError, loadConfigFile } from './config/load.js';
-import { configWarnings } from './config/warnings.js';
-import { runGateway } from './main.js';
+
+// Each command loads only what it needs (imported when it runs): `check-config` or `sign` need not
+// load the gateway's metrics, HTTP clients and database drivers, and start in a fraction of the time.
 
 const USAGE = `usage:
   gateway --config FILE                      start the gateway
@@ -32,7 +26,9 @@ const USAGE = `usage:
 async function main(argv: string[]): Promise<number> {
   const [command] = argv;
   if (command === 'sign' || command === 'verify') {
-    return (command === 'sign' ? runSign : runVerify)(argv.slice(1), {
+    const run =
+      command === 'sign' ? (await import('./cli/sign.js')).runSign : (await import('./cli/verify.js')).runVerify;
+    return run(argv.slice(1), {
       stdout: (s) => process.stdout.write(s),
       stderr: (s) => process.stderr.write(s),
       env: process.env,
@@ -40,6 +36,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'check-config') return checkConfig(argv.slice(1));
   if (command === 'tokens') {
+    const { runTokens } = await import('./cli/tokens.js');
     return runTokens(argv.slice(1), {
       stdout: (s) => process.stdout.write(s),
       stderr: (s) => process.stderr.write(s),
@@ -47,7 +44,10 @@ async function main(argv: string[]): Promise<number> {
     });
   }
   if (command === 'migrate' || command === 'import') {
-    const run = command === 'migrate' ? runMigrate : runImport;
+    const run =
+      command === 'migrate'
+        ? (await import('./cli/migrate.js')).runMigrate
+        : (await import('./cli/import.js')).runImport;
     return run(argv.slice(1), {
       stdout: (s) => process.stdout.write(s),
       stderr: (s) => process.stderr.write(s),
@@ -72,6 +72,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`gateway: --config FILE is required\n${USAGE}`);
     return 2;
   }
+  const { runGateway } = await import('./main.js');
   // The gateway's own timers and pools must not keep a stopped process alive.
   process.exit(await runGateway(values.config));
 }
@@ -91,6 +92,8 @@ async function checkConfig(args: string[]): Promise<number> {
     process.stderr.write(`gateway check-config: exactly one FILE is required\n${USAGE}`);
     return 2;
   }
+  const { ConfigError, loadConfigFile } = await import('./config/load.js');
+  const { configWarnings } = await import('./config/warnings.js');
   let config;
   try {
     config = loadConfigFile(file, { resolve: parsed.values.resolve === true });
@@ -102,6 +105,7 @@ async function checkConfig(args: string[]): Promise<number> {
   for (const warning of configWarnings(config)) process.stderr.write(`${file}: warning: ${warning}\n`);
   // Resolved, the token store's URL can be read: say which YAML tokens it overrides.
   if (parsed.values.resolve === true) {
+    const { shadowedTokens } = await import('./cli/tokens-check.js');
     for (const warning of await shadowedTokens(config))
       process.stderr.write(`${file}: warning: ${warning}\n`);
   }

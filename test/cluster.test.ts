@@ -110,7 +110,7 @@ t.test('two workers share the API port; /metrics adds up their registries', asyn
   t.equal(res.status, 200);
   t.match(res.headers.get('content-type'), /^text\/plain/);
   const text = await res.text();
-  const labels = 'operation="GetAssetGroupTagMember",method="GET",status_class="2xx"';
+  const labels = 'operation="GetAssetGroupTagMember",method="GET",status_class="2xx",code="200"';
   t.equal(sample(text, `gateway_requests_total{${labels}}`), K, 'the counts of both workers, summed');
   t.equal(sample(text, 'gateway_request_duration_seconds_count{operation="GetAssetGroupTagMember"}'), K);
   t.ok(sample(text, 'process_resident_memory_bytes')! > 0, 'process metrics of the workers');

@@ -8,21 +8,18 @@ import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { errors, type GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
-import { type Metrics, statusClass } from '../observability/metrics.js';
+import { type Metrics, requestRecorder } from '../observability/metrics.js';
 import { writeSocketError } from './envelope.js';
 
 const GONE = new Set(['ECONNRESET', 'EPIPE', 'HPE_INVALID_EOF_STATE']);
 
 /** Installs the `clientError` and `connect` listeners on the API server. */
 export function answerFramingErrors(server: Server, deps: { logger: Logger; metrics: Metrics }): void {
+  const recorder = requestRecorder(deps.metrics);
   const answer = (socket: Socket, error: GatewayError, reason: string) => {
     const requestId = randomUUID();
     writeSocketError(socket, requestId, error);
-    deps.metrics.requests.inc({
-      operation: 'unmatched',
-      method: 'OTHER',
-      status_class: statusClass(error.status),
-    });
+    recorder.record('unmatched', 'OTHER', error.status, 0);
     deps.logger.info(
       { request_id: requestId, operation: 'unmatched', status: error.status, reason },
       'request',

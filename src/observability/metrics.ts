@@ -14,6 +14,8 @@ export function createMetrics() {
   const storePools = new Set<() => StorePoolCounts>();
   // The token registry of each configuration (issue 18): the newest one is the one serving.
   const tokenSources = new Set<() => TokenCounts>();
+  /** Requests answered since the last scrape, by label set (see `requestRecorder`). */
+  const requestCounts = new Map<string, RequestCount>();
   const tokenStoreReloads = new client.Counter({
     name: 'gateway_token_store_reloads_total',
     help: 'Reads of the token store (everything, or the rows a notification named), by result (ok, error).',
@@ -23,11 +25,21 @@ export function createMetrics() {
   for (const result of ['ok', 'error']) tokenStoreReloads.inc({ result }, 0);
   return {
     registry,
+    requestCounts,
     requests: new client.Counter({
       name: 'gateway_requests_total',
       help: 'Requests answered, by operation, method, status class and exact status (499: the client went away).',
       labelNames: ['operation', 'method', 'status_class', 'code'] as const,
       registers,
+      // Counted per request in plain numbers (`requestRecorder`), added here when scraped: the label
+      // hashing of prom-client then happens per scrape, not per request.
+      collect() {
+        for (const entry of requestCounts.values()) {
+          if (entry.pending === 0) continue;
+          this.inc(entry.labels, entry.pending);
+          entry.pending = 0;
+        }
+      },
     }),
     requestsInFlight: new client.Gauge({
       name: 'gateway_requests_in_flight',
@@ -182,20 +194,28 @@ export interface RequestRecorder {
   record(operation: string, method: string, status: number, seconds: number): void;
 }
 
+/** Requests of one label set answered since the last scrape. */
+interface RequestCount {
+  readonly labels: { operation: string; method: string; status_class: string; code: string };
+  pending: number;
+}
+
 /** The recorder of `metrics`' request counters. */
 export function requestRecorder(metrics: Metrics): RequestRecorder {
-  const counters = new Map<string, { inc(): void }>();
   const durations = new Map<string, { observe(value: number): void }>();
+  const counts = metrics.requestCounts;
   return {
     record(operation, method, status, seconds) {
       const key = `${operation} ${method} ${status}`;
-      let counter = counters.get(key);
-      if (counter === undefined) {
-        const code = String(status);
-        counter = metrics.requests.labels({ operation, method, status_class: statusClass(status), code });
-        counters.set(key, counter);
+      let count = counts.get(key);
+      if (count === undefined) {
+        count = {
+          labels: { operation, method, status_class: statusClass(status), code: String(status) },
+          pending: 0,
+        };
+        counts.set(key, count);
       }
-      counter.inc();
+      count.pending++;
       let duration = durations.get(operation);
       if (duration === undefined) {
         duration = metrics.requestDuration.labels({ operation });

@@ -7,8 +7,12 @@
 const UUID =
   /^(?:urn:uuid:|\{(?=.*\}$))?(?:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})|([0-9a-f]{32}))\}?$/i;
 
+/** The canonical form itself, as clients mostly send it. */
+const CANONICAL = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /** The canonical lower-case form of a token id, or undefined when it is not a UUID. */
 export function canonicalTokenId(value: string): string | undefined {
+  if (CANONICAL.test(value)) return value;
   const m = UUID.exec(value);
   if (!m || (value.endsWith('}') && !value.startsWith('{'))) return undefined;
   const hex = (m[1] ?? (m[2] as string)).replace(/-/g, '').toLowerCase();

@@ -7,6 +7,9 @@ const CLI = path.join(ROOT, 'dist', 'cli.js');
 const gateway = (...args: string[]) =>
   spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH } });
 
+// Every case starts the real command, a process of its own: some seconds each on a loaded machine.
+t.setTimeout(180_000);
+
 const BACKENDS = `backends:
   collectors: { type: local, path: c }
   sso_providers: { type: local, path: s.json }

@@ -51,13 +51,20 @@ t.test('admin listener', async (t) => {
     }
     t.match(
       text,
-      /gateway_requests_total\{operation="GetAssetGroupTagMember",method="GET",status_class="2xx"\} 1/,
+      /gateway_requests_total\{operation="GetAssetGroupTagMember",method="GET",status_class="2xx",code="200"\} 1/,
     );
     t.match(
       text,
-      /gateway_requests_total\{operation="GetAssetGroupTagMember",method="GET",status_class="4xx"\} 2/,
+      /gateway_requests_total\{operation="GetAssetGroupTagMember",method="GET",status_class="4xx",code="404"\} 1/,
     );
-    t.match(text, /gateway_requests_total\{operation="unmatched",method="GET",status_class="4xx"\} 2/);
+    t.match(
+      text,
+      /gateway_requests_total\{operation="GetAssetGroupTagMember",method="GET",status_class="4xx",code="401"\} 1/,
+    );
+    t.match(
+      text,
+      /gateway_requests_total\{operation="unmatched",method="GET",status_class="4xx",code="404"\} 2/,
+    );
     t.match(text, /gateway_auth_failures_total\{scheme="none",reason="[a-z_]+"\} 1/);
     t.notMatch(
       text,
