@@ -27,7 +27,9 @@ async function main(argv: string[]): Promise<number> {
   const [command] = argv;
   if (command === 'sign' || command === 'verify') {
     const run =
-      command === 'sign' ? (await import('./cli/sign.js')).runSign : (await import('./cli/verify.js')).runVerify;
+      command === 'sign'
+        ? (await import('./cli/sign.js')).runSign
+        : (await import('./cli/verify.js')).runVerify;
     return run(argv.slice(1), {
       stdout: (s) => process.stdout.write(s),
       stderr: (s) => process.stderr.write(s),
