@@ -68,7 +68,8 @@ function checkTarget(target: string, path: string): { raw: string[]; decoded: st
   if (target.includes('#')) throw errors.badTarget('must not contain "#"');
   if (RAW_FORBIDDEN.test(path)) throw errors.badTarget('must not contain "\\"');
   const raw = path.slice(1).split('/');
-  const decoded = raw.map(decodeSegment);
+  // Without a `%` every segment is its own decoding.
+  const decoded = path.includes('%') ? raw.map(decodeSegment) : raw;
   return { raw, decoded };
 }
 
@@ -165,7 +166,9 @@ function match(pattern: readonly string[], segments: readonly string[]): Record<
 export function routeRequest(req: IncomingMessage, target: string, path: string, passthrough = false): Route {
   if (req.headers.host === undefined && req.httpVersion === '1.1') throw errors.missingHost();
   const { raw, decoded } = checkTarget(target, path);
-  const clean = cleaned(raw, decoded);
+  // Only a `//`, a `/.` or an escape (`%2e`) can make a path that needs cleaning.
+  const clean =
+    path.includes('//') || path.includes('/.') || raw !== decoded ? cleaned(raw, decoded) : undefined;
   if (clean !== undefined) throw errors.movedPermanently(clean + target.slice(path.length));
   const matched = route(req.method ?? '', decoded, passthrough);
   const expect = req.headers.expect;
