@@ -3,7 +3,7 @@
  * (unset keys taken from `auth.jwt`), and the single provider of `auth.jwt.jwks_url` as one more.
  * What the verifier, the configuration's cross-checks and `check-config`'s warnings read.
  */
-import type { JwtConfig } from './schema.js';
+import type { JwtConfig } from './jwt-schema.js';
 
 /** One identity provider, ready to use. */
 export interface JwtProvider {

@@ -101,3 +101,8 @@ export const jwtSchema = z
     issuers: z.array(issuerEntry).max(MAX_ISSUERS).default([]),
   })
   .prefault({});
+
+/** `auth.jwt` as validated. */
+export type JwtConfig = z.output<typeof jwtSchema>;
+/** One entry of `auth.jwt.issuers`. */
+export type IssuerConfig = JwtConfig['issuers'][number];

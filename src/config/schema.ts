@@ -186,5 +186,4 @@ export const configSchema = schema;
 /** The validated configuration: durations in milliseconds, sizes in bytes, paths absolute. */
 export type Config = z.output<typeof schema>;
 export type TokenConfig = Config['auth']['signature']['tokens'][number];
-export type JwtConfig = Config['auth']['jwt'];
-export type IssuerConfig = JwtConfig['issuers'][number];
+export type { IssuerConfig, JwtConfig } from './jwt-schema.js';
