@@ -9,6 +9,8 @@ import { formatRequestDate, type RequestDate } from '../signing/request-date.js'
 
 /** Bytes of an HMAC-SHA256 digest, the only length a `Signature` may decode to. */
 const DIGEST_BYTES = 32;
+/** The characters whose low two bits are zero: the last of 43 carrying 256 bits (2 bits unused). */
+const CANONICAL_LAST = 'AEIMQUYcgkosw048';
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /**
@@ -16,6 +18,11 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
  * strict padded standard base64 (canonical, as an encoder writes it) of exactly 32 bytes.
  */
 export function parseSignature(value: string): Buffer {
+  // 32 bytes are 44 characters ending in one `=`; canonical when the last character before it has
+  // its two unused bits clear (one of `AEIMQUYcgkosw048`), so that re-encoding needs no second pass.
+  if (value.length === 44 && BASE64.test(value) && CANONICAL_LAST.includes(value.charAt(42))) {
+    if (value.charCodeAt(43) === 61 /* = */) return Buffer.from(value, 'base64');
+  }
   if (!BASE64.test(value)) throw errors.malformedSignature('not padded standard base64');
   const bytes = Buffer.from(value, 'base64');
   if (bytes.length !== DIGEST_BYTES) {

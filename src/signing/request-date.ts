@@ -27,14 +27,12 @@ export function parseRequestDate(value: string): RequestDate {
     if (NO_ZONE.test(value)) throw errors.malformedRequestDate('no time zone offset');
     throw errors.malformedRequestDate('not an RFC 3339 date-time');
   }
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  const year = Number(m[1]);
+  const month = Number(m[2]);
+  const day = Number(m[3]);
+  const hour = Number(m[4]);
+  const minute = Number(m[5]);
+  const second = Number(m[6]);
   if (month < 1 || month > 12) throw errors.malformedRequestDate('month out of range');
   if (day < 1 || day > daysInMonth(year, month)) throw errors.malformedRequestDate('day out of range');
   if (hour > 23) throw errors.malformedRequestDate('hour out of range');
@@ -48,14 +46,19 @@ export function parseRequestDate(value: string): RequestDate {
     offset = (m[9] === '-' ? -1 : 1) * (zoneHours * 60 + zoneMinutes);
   }
   const fraction = m[7] === undefined ? 0 : Number(`0.${m[7]}`) * 1000;
-  const date = new Date(Date.UTC(2000, month - 1, day, hour, minute, second));
-  date.setUTCFullYear(year); // Date.UTC maps years 0–99 to 1900–1999
-  return { at: date.getTime() + Math.floor(fraction) - offset * 60_000, offset };
+  let at = Date.UTC(year, month - 1, day, hour, minute, second);
+  if (year < 100) {
+    // Date.UTC maps years 0–99 to 1900–1999: set the year on a leap year's date instead.
+    const date = new Date(Date.UTC(2000, month - 1, day, hour, minute, second));
+    date.setUTCFullYear(year);
+    at = date.getTime();
+  }
+  return { at: at + Math.floor(fraction) - offset * 60_000, offset };
 }
 
 function daysInMonth(year: number, month: number): number {
   if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
-  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }
 
 /**

@@ -18,8 +18,16 @@ export interface RequestHasher {
   digest(): Buffer;
 }
 
+interface Entry {
+  /** HMAC2: the key the body is hashed with. */
+  readonly key: Buffer;
+  /** The signature of an empty body, and its base64, once asked for. */
+  empty?: Buffer;
+  emptyText?: string;
+}
+
 export class RequestKeys {
-  readonly #cache: LRUCache<string, { key: Buffer; empty?: Buffer }>;
+  readonly #cache: LRUCache<string, Entry>;
 
   constructor(max = 4096) {
     this.#cache = new LRUCache({ max });
@@ -33,23 +41,47 @@ export class RequestKeys {
     target: string,
     requestDate: string,
   ): RequestHasher {
-    const id = `${tokenId} ${requestDate.slice(0, SIGNED_DATE_LENGTH)} ${method} ${target}`;
-    let entry = target.length <= CACHED_TARGET ? this.#cache.get(id) : undefined;
-    if (entry === undefined) {
-      entry = { key: requestKey(key, method, target, requestDate) };
-      if (target.length <= CACHED_TARGET) this.#cache.set(id, entry);
-    }
-    const found = entry;
+    const found = this.#entry(tokenId, key, method, target, requestDate);
     let hmac: Hmac | undefined;
     return {
       update(chunk) {
         if (chunk.length > 0) (hmac ??= createHmac('sha256', found.key)).update(chunk);
       },
       digest() {
-        if (hmac !== undefined) return hmac.digest();
-        return (found.empty ??= createHmac('sha256', found.key).digest());
+        return hmac !== undefined ? hmac.digest() : emptyOf(found);
       },
     };
+  }
+
+  /**
+   * The signature bytes of a request without a body (the common GET): no hasher to make, and for a
+   * request that repeats, no HMAC at all.
+   */
+  empty(tokenId: string, key: string | Buffer, method: string, target: string, requestDate: string): Buffer {
+    return emptyOf(this.#entry(tokenId, key, method, target, requestDate));
+  }
+
+  /** `empty`'s signature as a `Signature` header value (base64), kept with it. */
+  emptyText(
+    tokenId: string,
+    key: string | Buffer,
+    method: string,
+    target: string,
+    requestDate: string,
+  ): string {
+    const entry = this.#entry(tokenId, key, method, target, requestDate);
+    return (entry.emptyText ??= emptyOf(entry).toString('base64'));
+  }
+
+  #entry(tokenId: string, key: string | Buffer, method: string, target: string, requestDate: string): Entry {
+    if (target.length > CACHED_TARGET) return { key: requestKey(key, method, target, requestDate) };
+    const id = `${tokenId} ${requestDate.slice(0, SIGNED_DATE_LENGTH)} ${method} ${target}`;
+    let entry = this.#cache.get(id);
+    if (entry === undefined) {
+      entry = { key: requestKey(key, method, target, requestDate) };
+      this.#cache.set(id, entry);
+    }
+    return entry;
   }
 
   /**
@@ -62,4 +94,8 @@ export class RequestKeys {
     );
     for (const id of stale) this.#cache.delete(id);
   }
+}
+
+function emptyOf(entry: Entry): Buffer {
+  return (entry.empty ??= createHmac('sha256', entry.key).digest());
 }

@@ -83,15 +83,20 @@ export function createEndpoint(config: UpstreamConfig, name: string, deps: Upstr
       // Re-signed over exactly what goes out; repeated requests (the same method and target within
       // the hour) reuse their signing key.
       const requestDate = date();
-      const digest = keys.open(auth.token_id, auth.token_key, request.method, target, requestDate);
       headers.authorization = `${auth.scheme} ${auth.token_id}`;
       headers.requestdate = requestDate;
+      const { method } = request;
+      if (body === undefined || (Buffer.isBuffer(body) ? body.length : body.size) === 0) {
+        headers.signature = keys.emptyText(auth.token_id, auth.token_key, method, target, requestDate);
+        return headers;
+      }
+      const digest = keys.open(auth.token_id, auth.token_key, method, target, requestDate);
       const signed = () => {
         headers.signature = digest.digest().toString('base64');
         return headers;
       };
-      if (body === undefined || Buffer.isBuffer(body) || body.size === 0) {
-        if (Buffer.isBuffer(body)) digest.update(body);
+      if (Buffer.isBuffer(body)) {
+        digest.update(body);
         return signed();
       }
       return (async () => {
