@@ -18,6 +18,7 @@ import {
   type TestGateway,
 } from '../helpers/gateway.js';
 import { scrape } from '../helpers/metrics.js';
+import { startUpstream, UPSTREAM_TOKEN_ID } from '../helpers/upstream.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 const CHECKSUM = '/api/v2/collectors/sharphound/latest/checksum';
@@ -199,4 +200,48 @@ t.test('the memory store holds at most max_keys identities', async (t) => {
   );
   // The admin's counts were the least recently used key: dropped for the reader's.
   t.equal((await call(gw, { method: 'GET', target: MEMBER })).headers.ratelimit, '"p";r=1;t=60');
+});
+
+t.test("pass-through: policies apply, and the service's own RateLimit headers are replaced", async (t) => {
+  const stub = await startUpstream();
+  const gw = await startGateway({
+    passthrough: {
+      url: stub.url,
+      auth: { type: 'signature', token_id: UPSTREAM_TOKEN_ID, token_key: 'upstream-key' },
+    },
+    rate_limits: {
+      policies: [
+        { name: 'default', limit: 3, window: '10s' },
+        { name: 'members', limit: 1, window: '10s', operations: ['GetAssetGroupTagMember'] },
+      ],
+    },
+  });
+  t.teardown(async () => {
+    await gw.close();
+    await stub.close();
+  });
+  stub.respond = (_req, res) => {
+    res.writeHead(200, {
+      'Content-Type': 'application/json',
+      RateLimit: '"upstream";r=54;t=1',
+      'RateLimit-Policy': '"upstream";q=55;w=1',
+      'X-Custom': 'kept',
+    });
+    res.end('{"data":{}}');
+  };
+  const target = '/api/v2/saved-queries';
+  const res = await call(gw, { method: 'GET', target });
+  t.equal(res.status, 200);
+  t.equal(
+    res.headers['ratelimit-policy'],
+    '"default";q=3;w=10',
+    'an operation not listed is not limited by it',
+  );
+  t.equal(res.headers.ratelimit, '"default";r=2;t=10');
+  t.equal(res.headers['x-custom'], 'kept');
+  t.equal((await call(gw, { method: 'GET', target })).status, 200);
+  t.equal((await call(gw, { method: 'GET', target })).status, 200);
+  const refused = await call(gw, { method: 'GET', target });
+  t.equal(refused.status, 429);
+  t.equal(stub.seen.length, 3, 'a refused request is never forwarded');
 });
