@@ -144,7 +144,7 @@ t.test('metrics are exported from the first scrape', async (t) => {
     }
   }
   t.match(text, 'gateway_rate_limit_store_duration_seconds_count 0');
-  const ready = await (await fetch(`${gw.adminUrl}/readyz`)).json();
+  const ready = (await (await fetch(`${gw.adminUrl}/readyz`)).json()) as any;
   t.equal(ready.checks['rate_limits.memory'], 'ok');
 });
 

@@ -68,7 +68,7 @@ t.test('policies in Redis', async (t) => {
   t.equal((await call(gw, { method: 'GET', target: MEMBER, token: TOKENS.reader })).status, 429);
   t.equal((await redis.keys(`${prefix}*:unauthenticated:2:60`)).length, 1);
 
-  const ready = await (await fetch(`${gw.adminUrl}/readyz`)).json();
+  const ready = (await (await fetch(`${gw.adminUrl}/readyz`)).json()) as any;
   t.equal(ready.checks['rate_limits.redis'], 'ok');
   t.ok((await scrape(gw.adminUrl, 'gateway_rate_limit_store_duration_seconds_count')) >= 8);
   t.equal(await scrape(gw.adminUrl, 'gateway_rate_limit_decisions_total', { result: 'error' }), 0);
