@@ -67,7 +67,11 @@ export async function startTargets(dir, data, creds, progress) {
       notes.push(`workers: not available (server.workers: 2 did not start: ${firstLine(err)})`);
       return undefined;
     }),
-    startGateway(dir, 'gateway-rate-limit', writeConfig(data, 'gateway-rate-limit', creds, { rateLimit: true })),
+    startGateway(
+      dir,
+      'gateway-rate-limit',
+      writeConfig(data, 'gateway-rate-limit', creds, { rateLimit: true }),
+    ),
   ]);
 
   const jwt = bearerHeaders(await jwtFor(creds));
