@@ -46,6 +46,16 @@ t.test('a Redis that is down: allow admits, counts and logs once; readyz names i
     }),
     5,
   );
+  // A failed authentication is recorded against the address: that fails too, and is counted.
+  t.equal((await request(gw, { method: 'GET', target: MEMBER })).status, 401);
+  t.equal(
+    await scrape(gw.adminUrl, 'gateway_rate_limit_decisions_total', {
+      policy: 'unauthenticated',
+      result: 'error',
+    }),
+    7,
+    'the check and the record',
+  );
   const warnings = gw.logs.filter((l) => l.msg === 'rate limit store unavailable');
   t.equal(warnings.length, 1, 'logged at most once a minute');
   t.notMatch(JSON.stringify(warnings), 'redis://', 'never the URL');
@@ -66,6 +76,23 @@ t.test('a Redis that is down: deny answers 503 and the gateway is not ready', as
   // The address check comes first: a request without credentials gets the same 503.
   t.equal((await request(gw, { method: 'GET', target: MEMBER })).status, 503);
   t.equal((await readyz(gw.adminUrl)).status, 503);
+});
+
+t.test('deny without the address limit: the identity decision answers 503', async (t) => {
+  if (!requireRedisServer(t)) return;
+  const port = await freePort();
+  const config = limits(`redis://127.0.0.1:${port}/0`, 'deny');
+  delete (config.rate_limits as { unauthenticated?: unknown }).unauthenticated;
+  const gw = await startGateway(config);
+  t.teardown(() => gw.close());
+  t.equal((await request(gw, { method: 'GET', target: MEMBER })).status, 401, 'authentication first');
+  const res = await call(gw, { method: 'GET', target: MEMBER });
+  t.equal(res.status, 503);
+  t.notOk(res.headers['ratelimit-policy']);
+  t.equal(
+    await scrape(gw.adminUrl, 'gateway_rate_limit_decisions_total', { policy: 'default', result: 'error' }),
+    1,
+  );
 });
 
 t.test('a slow Redis (paused) never holds a request; it is found again once it answers', async (t) => {

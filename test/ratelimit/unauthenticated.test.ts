@@ -3,7 +3,7 @@
  * (behind `server.trusted_proxies`, IPv6 per /64), and a 429 before authentication once at the limit.
  */
 import t from 'tap';
-import { call, errorOf, request, startGateway } from '../helpers/gateway.js';
+import { call, errorOf, request, signed, startGateway, TOKENS } from '../helpers/gateway.js';
 import { scrape } from '../helpers/metrics.js';
 import { until } from '../helpers/wait.js';
 
@@ -96,4 +96,39 @@ t.test('failures age out of the window', async (t) => {
     return status !== 429;
   }, 50);
   t.equal(status, 200, 'admitted again once the failure left the window');
+});
+
+t.test('only refusals of authentication count, read bodies included', async (t) => {
+  const gw = await startGateway({
+    server: { max_body_size: 1024 },
+    rate_limits: {
+      unauthenticated: { limit: 2, window: '60s' },
+      policies: [{ name: 'writes', limit: 5, window: '60s', operations: ['UpdateSSOProvider'] }],
+    },
+  });
+  t.teardown(() => gw.close());
+  const target = '/api/v2/sso-providers/1';
+  // Over the body limit: 413, not an authentication failure.
+  for (let i = 0; i < 3; i++) {
+    const big = await call(gw, { method: 'PATCH', target, body: 'x'.repeat(2048) });
+    t.equal(big.status, 413);
+  }
+  // An operation no policy names: no rate-limit headers.
+  const read = await call(gw, { method: 'GET', target: MEMBER });
+  t.equal(read.status, 200);
+  t.notOk(read.headers['ratelimit-policy']);
+  // A body read and verified before the refusal (a wrong key): counted.
+  const forged = (body: string) =>
+    request(gw, {
+      method: 'PATCH',
+      target,
+      body,
+      headers: {
+        ...signed({ method: 'PATCH', target, body, token: { ...TOKENS.writer, key: 'wrong' } }),
+        'Content-Type': 'text/plain',
+      },
+    });
+  t.equal((await forged('a')).status, 401);
+  t.equal((await forged('b')).status, 401);
+  t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 429);
 });
