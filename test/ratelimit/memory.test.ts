@@ -89,7 +89,6 @@ t.test('policies per verified identity', async (t) => {
   });
 
   t.test('counted after authentication: a claimed token id uses none of its quota', async (t) => {
-    const id = TOKENS.reader.id;
     for (let i = 0; i < 5; i++) {
       const forged = await request(gw, {
         method: 'GET',
@@ -98,8 +97,6 @@ t.test('policies per verified identity', async (t) => {
       });
       t.equal(forged.status, 401, 'the forgery is refused by authentication, not the limit');
       t.notOk(forged.headers.ratelimit);
-      t.equal(forged.headers.authorization, undefined);
-      void id;
     }
     const real = await call(gw, { method: 'GET', target: CHECKSUM, token: TOKENS.reader });
     t.equal(real.headers.ratelimit, '"default";r=3;t=60', 'only the real requests counted');
