@@ -13,7 +13,7 @@
  *
  * `--check` exits 1 when a target ratio of issue 13 is missed (within 10 % counts as met).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cpuAvailable } from './lib/cpu.mjs';
@@ -146,6 +146,12 @@ async function main() {
     const micro = await microBenchmarks(creds, opts.microMs);
 
     const { flagged, goals } = summarize({ head, opts, targets, notes, rss, rssWarm, micro }, RESULTS);
+    // Rate limits (issue 15): one decision with the memory store, added to the printout and the file.
+    progress('rate limits: one decision with the memory store');
+    const { rateLimitBenchmarks, rateLimitTable } = await import('./ratelimit.mjs');
+    const rateLimits = rateLimitTable(rateLimitBenchmarks(opts.microMs));
+    console.log(rateLimits.join('\n'));
+    appendFileSync(RESULTS, `${rateLimits.join('\n')}\n`);
     keep = flagged.length > 0;
     missed = goals.filter((g) => g.goal !== undefined && (g.verdict === 'MISSED' || g.verdict === 'n/a'));
     if (flagged.length > 0) missed.push(...flagged);

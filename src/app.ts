@@ -29,6 +29,7 @@ import { createCollectorChecksum } from './operations/collector-checksum.js';
 import { createPassthroughOperation } from './operations/passthrough.js';
 import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
 import { createPipeline, type Stage } from './pipeline.js';
+import { createRateLimits, RateLimitCounts } from './ratelimit/index.js';
 import { openTokens, type Tokens } from './tokens/index.js';
 
 export interface App {
@@ -88,6 +89,8 @@ interface Instance {
   readonly keySources: KeySources;
   /** The timer wheel of the requests' deadlines. */
   readonly clock: DeadlineClock;
+  /** The memory rate-limit store's counts, kept across reloads. */
+  readonly rateLimitCounts: RateLimitCounts;
 }
 
 async function buildRuntime(config: Config, instance: Instance, previous?: Runtime): Promise<Runtime> {
@@ -109,7 +112,11 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
   });
   const passthrough =
     config.passthrough && createPassthroughOperation(config.passthrough, { metrics, logger });
+  const limits =
+    config.rate_limits &&
+    (await createRateLimits(config.rate_limits, { logger, metrics, counts: instance.rateLimitCounts }));
   const stages = createPipeline({
+    ...(limits && { rateLimits: limits.stages }),
     prefer: config.prefer,
     clock: instance.clock,
     authenticate,
@@ -130,18 +137,23 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
     ...tokens.checks(),
     ...(passthrough && { passthrough: passthrough.ready?.() ?? true }),
   });
-  const checks = () => ({ keys: authenticate.ready(), ...authenticate.checks(), ...stores() });
+  const checks = () => ({
+    keys: authenticate.ready(),
+    ...authenticate.checks(),
+    ...stores(),
+    ...limits?.checks(),
+  });
   return {
     config,
     stages,
     addressing: createClientAddressing(config.server),
     tokens,
-    ready: () => authenticate.ready() && Object.values(stores()).every(Boolean),
+    ready: () => authenticate.ready() && Object.values(stores()).every(Boolean) && (limits?.ready() ?? true),
     checks,
     keySources: () => authenticate.sources(),
     async close() {
       authenticate.close();
-      await Promise.allSettled([backends.close(), tokens.close(), passthrough?.close?.()]);
+      await Promise.allSettled([backends.close(), tokens.close(), passthrough?.close?.(), limits?.close()]);
     },
   };
 }
@@ -157,6 +169,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     fileLocks: new FileLocks(),
     keySources: new KeySources(),
     clock: new DeadlineClock(),
+    rateLimitCounts: new RateLimitCounts(),
   };
   const { keySources } = instance;
   warn(logger, config);

@@ -162,6 +162,15 @@ export const errors = {
     ),
   notAuthorized: () => new GatewayError(403, 'permission', 'not authorized'),
 
+  // rate limits (contract §7): `retryAfter` in whole seconds
+  rateLimited: (retryAfter: number) =>
+    new GatewayError(429, 'rate_limit', 'rate limit exceeded', {
+      headers: { 'Retry-After': String(retryAfter) },
+      reason: 'rate_limited',
+    }),
+  rateLimitStoreUnavailable: () =>
+    new GatewayError(503, 'rate_limit', 'rate limit store unavailable', { reason: 'rate_limit_store' }),
+
   // path parameters
   idMalformed: (param: string) => new GatewayError(400, `path:${param}`, 'id is malformed'),
   invalidCollectorType: (value: string) =>

@@ -10,6 +10,7 @@ import { type DeadlineClock, preferredWait, startDeadline } from './http/deadlin
 import { singleHeader } from './http/headers.js';
 import { type OperationId, routeRequest } from './http/router.js';
 import type { Operation } from './operations/operation.js';
+import type { RateLimitStages } from './ratelimit/index.js';
 
 /** One step of the pipeline. */
 export type Stage = (ctx: RequestContext) => void | Promise<void>;
@@ -23,11 +24,15 @@ export interface PipelineParts {
     /** Present when pass-through is configured: every other `/api/v2` request goes to it. */
     readonly passthrough?: Operation;
   };
+  /** `rate_limits` (absent: the request path has no rate-limit stage at all). */
+  readonly rateLimits?: RateLimitStages;
 }
 
 /** The ordered stages for one configuration. */
 export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [name: string, stage: Stage]> {
   const { prefer, authenticate, operations, clock } = parts;
+  const byAddress = parts.rateLimits?.unauthenticated;
+  const byIdentity = parts.rateLimits?.identity;
   return [
     // 400 for a missing Host or an unsafe target, 301 for `//` or a dot segment, 404 / 405, 417 for an
     // odd Expect.
@@ -51,8 +56,13 @@ export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [na
         ctx.headers.push('Preference-Applied', ctx.deadline.applied);
       },
     ],
-    // 401 / 400, the body read under its limit (413) and verified; writes identity and body.
-    ['authenticate', authenticate],
+    // 429 for an address over its `unauthenticated` limit, before authentication is attempted.
+    ...(byAddress ? [['unauthenticated', byAddress.check] as const] : []),
+    // 401 / 400, the body read under its limit (413) and verified; writes identity and body. Its
+    // refusals count against the address's `unauthenticated` limit.
+    ['authenticate', byAddress ? byAddress.counting(authenticate) : authenticate],
+    // 429 over a policy of the verified identity; `RateLimit-Policy` and `RateLimit` on the answer.
+    ...(byIdentity ? [['rate limit', byIdentity] as const] : []),
     // 403 without the operation's permission.
     ['authorize', (ctx) => authorize(ctx, operationOf(ctx, operations).permission)],
     // path parameters (400) → existence (404) → body validation (400/413) → the backend.

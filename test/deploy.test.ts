@@ -66,6 +66,7 @@ t.test('every metric named by the alert rules and the dashboard is exported', as
     'gateway_upstream_errors_total',
     'gateway_deadline_exceeded_total',
     'gateway_checksum_cache_requests_total',
+    'gateway_rate_limit_decisions_total',
     'process_start_time_seconds',
   ]) {
     t.ok(inRules.has(m), `an alert watches ${m}`);
@@ -79,6 +80,8 @@ t.test('every metric named by the alert rules and the dashboard is exported', as
     'gateway_upstream_errors_total',
     'process_cpu_seconds_total',
     'process_resident_memory_bytes',
+    'gateway_rate_limit_decisions_total',
+    'gateway_rate_limit_store_duration_seconds_bucket',
   ]) {
     t.ok(inDashboard.has(m), `the dashboard shows ${m}`);
   }
@@ -176,6 +179,7 @@ t.test('the manifests and the configuration agree', async (t) => {
     );
     const stores = Object.values(config.backends).filter((b) => b.type === 'postgres');
     const secrets = [config.auth.jwt.hs256_secret, ...config.auth.signature.tokens.map((k) => k.key)];
+    if (config.rate_limits?.store.type === 'redis') secrets.push(config.rate_limits.store.url);
     for (const ref of [...secrets, ...stores.map((b) => b.url)] as unknown[]) {
       if (!(ref instanceof ConfigReference)) {
         t.fail(`a secret is written in the ConfigMap: ${String(ref)}`);
@@ -192,6 +196,19 @@ t.test('the manifests and the configuration agree', async (t) => {
       t.equal(key?.name, secret.metadata.name, `${target} comes from the Secret`);
       t.ok(key?.key in secret.stringData, `${target} is a key of the Secret`);
     }
+  });
+
+  t.test('the rate limits can share their counts through a Redis named by the Secret', async (t) => {
+    const redis = container.env.find((e: any) => e.name === 'GATEWAY_REDIS_URL');
+    t.same(redis?.valueFrom?.secretKeyRef, { name: 'bh-gateway-secrets', key: 'redis-url', optional: true });
+    t.ok('redis-url' in one('Secret').stringData);
+    // The commented example in the ConfigMap is a valid configuration once uncommented.
+    const text = one('ConfigMap', 'bh-gateway-config').data['gateway.yaml'] as string;
+    const block = /^# rate_limits:\n(?:# .*\n)+/m.exec(text)?.[0] ?? '';
+    t.match(block, 'url: ${env:GATEWAY_REDIS_URL}');
+    const dir = t.testdir({ 'gateway.yaml': text.replace(block, block.replace(/^# /gm, '')) });
+    const uncommented = loadConfigFile(path.join(dir, 'gateway.yaml'), { resolve: false });
+    t.equal(uncommented.rate_limits?.store.type, 'redis');
   });
 
   t.test('replicas share their data through PostgreSQL', async (t) => {

@@ -38,9 +38,10 @@ export function checksumFile(dir) {
 
 /**
  * Writes `<dir>/<name>.yaml` (JSON is YAML) and returns its path. `upstream` (a URL) moves
- * asset_group_tags there; `workers` > 1 moves sso_providers there too (a local store needs one process).
+ * asset_group_tags there; `workers` > 1 moves sso_providers there too (a local store needs one process);
+ * `rateLimit` turns a default rate-limit policy on.
  */
-export function writeConfig(dir, name, creds, { upstream, workers = 1 } = {}) {
+export function writeConfig(dir, name, creds, { upstream, workers = 1, rateLimit = false } = {}) {
   const viaUpstream = () => ({
     type: 'upstream',
     url: upstream,
@@ -62,6 +63,8 @@ export function writeConfig(dir, name, creds, { upstream, workers = 1 } = {}) {
       sso_providers: workers > 1 ? viaUpstream() : { type: 'local', path: 'sso-providers.json' },
       asset_group_tags: upstream ? viaUpstream() : { type: 'local', path: 'asset-group-tags.json' },
     },
+    // A default policy in the memory store, high enough that the load is never refused.
+    ...(rateLimit && { rate_limits: { policies: [{ name: 'default', limit: 10_000, window: '1s' }] } }),
   };
   const file = join(dir, `${name}.yaml`);
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`);

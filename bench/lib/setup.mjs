@@ -48,7 +48,7 @@ export async function startTargets(dir, data, creds, progress) {
   if (!binary) notes.push('nginx not installed: `apt-get install nginx-light` to include it');
   const workersConfig = writeConfig(data, 'gateway-workers', creds, { upstream: stub.url, workers: 2 });
   // Started side by side: each is its own process, and starting them one by one only costs time.
-  const [bare, undici, hp3, nginx, upstream, workers] = await Promise.all([
+  const [bare, undici, hp3, nginx, upstream, workers, limited] = await Promise.all([
     node(dir, 'bare', 'bare.mjs', [memberFile, first.headers.get('content-type') ?? 'application/json']),
     node(dir, 'undici-proxy', 'undici-proxy.mjs', [stub.url]),
     node(dir, 'http-proxy-3', 'http-proxy3.mjs', [stub.url]),
@@ -67,6 +67,11 @@ export async function startTargets(dir, data, creds, progress) {
       notes.push(`workers: not available (server.workers: 2 did not start: ${firstLine(err)})`);
       return undefined;
     }),
+    startGateway(
+      dir,
+      'gateway-rate-limit',
+      writeConfig(data, 'gateway-rate-limit', creds, { rateLimit: true }),
+    ),
   ]);
 
   const jwt = bearerHeaders(await jwtFor(creds));
@@ -95,6 +100,14 @@ export async function startTargets(dir, data, creds, progress) {
       expect: member,
     },
     { name: 'gateway member local, JWT', proc: local, path: MEMBER, headers: jwt, expect: member },
+    {
+      name: 'gateway member + rate limit (local, signed, default policy)',
+      role: 'gw-rate-limit',
+      proc: limited,
+      path: MEMBER,
+      headers: signed(MEMBER),
+      expect: member,
+    },
     {
       name: 'gateway member upstream, signed',
       role: 'gw-upstream',

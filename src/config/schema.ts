@@ -10,6 +10,7 @@ import { checkJwtProviders } from './jwt-providers.js';
 import { jwtSchema } from './jwt-schema.js';
 import { asNumber, bool, duration, int, leaf, size, str, uuid } from './leaves.js';
 import { permission } from './permissions.js';
+import { rateLimitsSchema } from './rate-limits.js';
 import { tokenStoreSchema } from './token-store.js';
 
 export { PERMISSIONS, type Permission } from './permissions.js';
@@ -138,6 +139,8 @@ const schema = z
     }),
     /** Every other authenticated /api/v2 request, forwarded to the service (contract §5). */
     passthrough: passthroughShape.optional(),
+    /** Requests per verified identity and failed authentications per address (contract §7). */
+    rate_limits: rateLimitsSchema.optional(),
   })
   .superRefine((c, ctx) => {
     checkJwtProviders(c.auth.jwt, (path, message) =>
@@ -177,6 +180,14 @@ const schema = z
         code: 'custom',
         path: ['server', 'workers'],
         message: 'must be 1 while backends.sso_providers is "local" (one process owns that file)',
+      });
+    }
+    if (c.server.workers !== 1 && c.rate_limits?.store.type === 'memory') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rate_limits', 'store', 'type'],
+        message:
+          'must be "redis" while server.workers is more than 1 (each worker would admit the whole limit with "memory")',
       });
     }
   });

@@ -164,7 +164,7 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
             const id = upstreamRequestId(proxyRes.headers);
             if (id !== undefined) ctx.log.upstream_request_id = id;
             try {
-              writeHead(ctx, status, answerHeaders(proxyRes, id));
+              writeHead(ctx, status, answerHeaders(proxyRes, id, ctx.headers.includes('RateLimit-Policy')));
             } catch (err) {
               // A header value Node will not write (a control character): the answer is unusable.
               proxyRes.destroy();
@@ -256,9 +256,10 @@ function droppedHeaders(req: IncomingMessage, peerTrusted: boolean, ours: Record
 /**
  * The headers of the upstream's answer that go to the client: all but the hop-by-hop ones, those
  * named in its `Connection`, and its `RequestID` (ours stays; its own comes back as
- * `X-Upstream-RequestID`) and `Preference-Applied` (ours stays).
+ * `X-Upstream-RequestID`) and `Preference-Applied` (ours stays); with `limited` (the gateway's rate
+ * limits applied), its own `RateLimit*` headers too (ours replace them).
  */
-function answerHeaders(proxyRes: IncomingMessage, id: string | undefined): string[] {
+function answerHeaders(proxyRes: IncomingMessage, id: string | undefined, limited: boolean): string[] {
   const dropped = new Set([
     ...HOP_BY_HOP,
     ...listedIn(proxyRes.headers.connection),
@@ -269,7 +270,8 @@ function answerHeaders(proxyRes: IncomingMessage, id: string | undefined): strin
   const raw = proxyRes.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
-    if (dropped.has(name.toLowerCase())) continue;
+    const lower = name.toLowerCase();
+    if (dropped.has(lower) || (limited && lower.startsWith('ratelimit'))) continue;
     out.push(name, raw[i + 1] as string);
   }
   if (id !== undefined) out.push('X-Upstream-RequestID', id);

@@ -127,6 +127,18 @@ export function createMetrics() {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     }),
+    rateLimitDecisions: new client.Counter({
+      name: 'gateway_rate_limit_decisions_total',
+      help: 'Rate-limit decisions, by policy ("unauthenticated": the per-address limit) and result (allowed, limited, error).',
+      labelNames: ['policy', 'result'] as const,
+      registers,
+    }),
+    rateLimitStoreDuration: new client.Histogram({
+      name: 'gateway_rate_limit_store_duration_seconds',
+      help: 'Time of one rate-limit decision in the redis store (one script), answered or not.',
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registers,
+    }),
     storePools,
     tokenSources,
     tokens: new client.Gauge({

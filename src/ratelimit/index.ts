@@ -1,0 +1,60 @@
+/**
+ * Rate limits (contract §7), built for one configuration: the store (the memory one is kept by the
+ * app across reloads, so unchanged policies keep their counts), the stages, and what `/readyz`
+ * says of the store.
+ */
+import type { RateLimitsConfig } from '../config/rate-limits.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { MemoryStore } from './memory.js';
+import { createRedisStore } from './redis.js';
+import { createRateLimitStages, type RateLimitStages } from './stages.js';
+import type { RateLimitStore } from './store.js';
+
+export type { RateLimitStages } from './stages.js';
+
+/** How long a start or a reload waits for Redis before going on without it (it never fails for it). */
+const CONNECT_WAIT = 2_000;
+
+/** What outlives a configuration: the memory store's counts. */
+export class RateLimitCounts {
+  #memory: MemoryStore | undefined;
+
+  /** The memory store, bounded by `maxKeys` (created on first use, then kept). */
+  memory(maxKeys: number): MemoryStore {
+    if (this.#memory === undefined) this.#memory = new MemoryStore(maxKeys);
+    else this.#memory.resize(maxKeys);
+    return this.#memory;
+  }
+}
+
+export interface RateLimits {
+  readonly stages: RateLimitStages;
+  /** `/readyz`'s word on the store. */
+  checks(): Record<string, boolean | string>;
+  /** False only while a `deny` store cannot decide (every request would be refused). */
+  ready(): boolean;
+  close(): Promise<void>;
+}
+
+/** The rate limits of `config`. */
+export async function createRateLimits(
+  config: RateLimitsConfig,
+  deps: { logger: Logger; metrics: Metrics; counts: RateLimitCounts },
+): Promise<RateLimits> {
+  let store: RateLimitStore;
+  if (config.store.type === 'redis') {
+    const redis = createRedisStore(config.store, deps);
+    await redis.connected(CONNECT_WAIT);
+    store = redis;
+  } else {
+    store = deps.counts.memory(config.store.max_keys);
+  }
+  const deny = config.store.type === 'redis' && config.store.on_error === 'deny';
+  return {
+    stages: createRateLimitStages(config, store, deps.metrics),
+    checks: () => ({ [`rate_limits.${config.store.type}`]: store.check() }),
+    ready: () => !deny || store.check() === true,
+    close: () => store.close(),
+  };
+}

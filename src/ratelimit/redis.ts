@@ -1,0 +1,132 @@
+/**
+ * The `redis` store: one Lua script per decision (EVALSHA, falling back to EVAL: ioredis's
+ * `defineCommand`), on Redis's own clock, with a timeout per command. Every gateway and worker on one
+ * Redis shares the counts. A Redis down or slow never holds a request: commands are not queued
+ * while disconnected, each one is bounded by `timeout`, and an unanswered decision is reported as
+ * `undefined` (the stage applies `on_error`), counted, and logged at most once a minute.
+ */
+import { hash, randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { Redis } from 'ioredis';
+import type { RateLimitStoreConfig } from '../config/rate-limits.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { DECISION_SCRIPT } from './script.js';
+import type { LimitRule, RateLimitStore, Reply } from './store.js';
+
+type RedisConfig = Extract<RateLimitStoreConfig, { type: 'redis' }>;
+
+/** How often an unavailable store is probed (PING) to find it back. */
+const PROBE_EVERY = 1_000;
+/** At most one log line per this many milliseconds about the store. */
+const LOG_EVERY = 60_000;
+
+interface DecisionClient {
+  rateLimit(count: number, ...keysAndArgs: Array<string | number>): Promise<number[]>;
+}
+
+/** The redis store, with a way to wait for its first connection. */
+export interface RedisStore extends RateLimitStore {
+  /** Resolves once connected, or after `ms` whatever happened (the gateway starts either way). */
+  connected(ms: number): Promise<void>;
+}
+
+/** Connects to `config.url`; never throws for an unreachable Redis (the store reports it). */
+export function createRedisStore(
+  config: RedisConfig,
+  deps: { logger: Logger; metrics: Metrics },
+): RedisStore {
+  const { logger } = deps;
+  const duration = deps.metrics.rateLimitStoreDuration;
+  const client = new Redis(config.url, {
+    // A command sent while disconnected fails at once instead of waiting for a reconnect (and being
+    // counted long after its request was answered).
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    commandTimeout: config.timeout,
+    connectTimeout: Math.max(config.timeout, 1_000),
+    retryStrategy: (times) => Math.min(times * 100, 2_000),
+  });
+  client.defineCommand('rateLimit', { lua: DECISION_SCRIPT });
+  const decisions = client as unknown as DecisionClient;
+  /** The decision's member in a sorted set: unique across processes and decisions. */
+  const instance = randomUUID();
+  let sequence = 0;
+  let healthy = false;
+  let lastLog = -Infinity;
+  let suppressed = 0;
+
+  /** Logs a failure, at most once a minute (saying how many were not logged since). */
+  const report = (err: unknown) => {
+    healthy = false;
+    const now = performance.now();
+    if (now - lastLog < LOG_EVERY) {
+      suppressed++;
+      return;
+    }
+    lastLog = now;
+    // ioredis's messages name the host and port at most, never the URL's credentials.
+    logger.warn({ err: (err as Error).message, suppressed, store: 'redis' }, 'rate limit store unavailable');
+    suppressed = 0;
+  };
+  client.on('error', report);
+  client.on('ready', () => {
+    healthy = true;
+  });
+  client.on('close', () => {
+    healthy = false;
+  });
+  const probe = setInterval(() => {
+    if (healthy || client.status !== 'ready') return;
+    client.ping().then(
+      () => {
+        healthy = true;
+      },
+      () => undefined,
+    );
+  }, PROBE_EVERY).unref();
+
+  return {
+    decide(subject: string, rules: readonly LimitRule[], record: boolean): Promise<Reply | undefined> {
+      // The subject (a principal, an address) only ever reaches Redis hashed, as the keys' hash tag.
+      const tag = `${config.key_prefix}rl:{${hash('sha256', subject, 'base64url')}}:`;
+      const args: Array<string | number> = [];
+      for (const rule of rules) args.push(tag + rule.id);
+      args.push(record ? 1 : 0, `${instance}:${sequence++}`);
+      for (const rule of rules) args.push(rule.limit, rule.windowMs / 1000);
+      const started = performance.now();
+      return decisions.rateLimit(rules.length, ...args).then(
+        (reply) => {
+          duration.observe((performance.now() - started) / 1000);
+          healthy = true;
+          return reply;
+        },
+        (err: unknown) => {
+          duration.observe((performance.now() - started) / 1000);
+          report(err);
+          return undefined;
+        },
+      );
+    },
+    check() {
+      return healthy && client.status === 'ready' ? true : 'redis unavailable';
+    },
+    connected(ms) {
+      if (client.status === 'ready') return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(done, ms);
+        function done() {
+          clearTimeout(timer);
+          client.off('ready', done);
+          resolve();
+        }
+        client.once('ready', done);
+      });
+    },
+    async close() {
+      clearInterval(probe);
+      client.disconnect();
+    },
+  };
+}
