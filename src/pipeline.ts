@@ -9,6 +9,7 @@ import type { RequestContext } from './http/context.js';
 import { type DeadlineClock, preferredWait, startDeadline } from './http/deadline.js';
 import { singleHeader } from './http/headers.js';
 import { type OperationId, routeRequest } from './http/router.js';
+import type { Tracing } from './observability/tracing/tracing.js';
 import type { Operation } from './operations/operation.js';
 
 /** One step of the pipeline. */
@@ -19,6 +20,8 @@ export interface PipelineParts {
   /** The app's timer wheel, which fires the requests' deadlines. */
   readonly clock: DeadlineClock;
   readonly authenticate: Stage;
+  /** With tracing on, authentication is a child span of the request's (contract §10). */
+  readonly tracing?: Tracing;
   readonly operations: Readonly<Record<Exclude<OperationId, 'passthrough'>, Operation>> & {
     /** Present when pass-through is configured: every other `/api/v2` request goes to it. */
     readonly passthrough?: Operation;
@@ -27,7 +30,8 @@ export interface PipelineParts {
 
 /** The ordered stages for one configuration. */
 export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [name: string, stage: Stage]> {
-  const { prefer, authenticate, operations, clock } = parts;
+  const { prefer, operations, clock, tracing } = parts;
+  const authenticate = tracing === undefined ? parts.authenticate : traced(tracing, parts.authenticate);
   return [
     // 400 for a missing Host or an unsafe target, 301 for `//` or a dot segment, 404 / 405, 417 for an
     // odd Expect.
@@ -58,6 +62,11 @@ export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [na
     // path parameters (400) → existence (404) → body validation (400/413) → the backend.
     ['operation', (ctx) => operationOf(ctx, operations).handle(ctx)],
   ];
+}
+
+/** `stage` as the span `authenticate`: a refusal marks it failed with its reason. */
+function traced(tracing: Tracing, stage: Stage): Stage {
+  return (ctx) => tracing.span('authenticate', 'internal', {}, () => stage(ctx));
 }
 
 /** Sets `Preference-Applied` for a request refused before its deadline started, if its Prefer is valid. */

@@ -11,6 +11,7 @@ import { jwtSchema } from './jwt-schema.js';
 import { asNumber, bool, duration, int, leaf, size, str, uuid } from './leaves.js';
 import { permission } from './permissions.js';
 import { tokenStoreSchema } from './token-store.js';
+import { tracingSchema } from './tracing.js';
 
 export { PERMISSIONS, type Permission } from './permissions.js';
 
@@ -138,6 +139,8 @@ const schema = z
     }),
     /** Every other authenticated /api/v2 request, forwarded to the service (contract §5). */
     passthrough: passthroughShape.optional(),
+    /** OpenTelemetry tracing (contract §10); off when absent. */
+    tracing: tracingSchema.optional(),
   })
   .superRefine((c, ctx) => {
     checkJwtProviders(c.auth.jwt, (path, message) =>

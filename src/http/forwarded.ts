@@ -66,5 +66,9 @@ export function backendCall(ctx: RequestContext): BackendCall {
     get request() {
       return (request ??= forwardedRequest(ctx));
     },
+    spent(ms) {
+      const before = ctx.log.upstream_ms;
+      ctx.log.upstream_ms = Math.round(((typeof before === 'number' ? before : 0) + ms) * 1000) / 1000;
+    },
   };
 }

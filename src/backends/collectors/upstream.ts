@@ -23,11 +23,12 @@ export const upstreamCollectors: BackendType<UpstreamConfig & { type: 'upstream'
     return {
       // The client's own credentials decide what it may read: nothing is shared across identities.
       perIdentity: config.auth.type === 'client',
-      async getChecksum(type, release, { request, signal }) {
+      async getChecksum(type, release, { request, signal, spent }) {
         const answer = await client.send({
           request,
           headers: { accept: 'application/octet-stream' },
           signal,
+          spent,
         });
         const status = answer.statusCode;
         if (status !== 200) {
