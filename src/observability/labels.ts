@@ -43,6 +43,7 @@ export const AUTH_FAILURES: Readonly<Record<string, readonly string[]>> = {
     'missing_iat',
     'jwks_unavailable',
     'unknown_kid',
+    'ambiguous_key',
   ],
 };
 
