@@ -17,7 +17,7 @@ export interface BackendCall {
    * Records a call that went out (an upstream request until its answer's headers, a database
    * statement or transaction) and took `ms`: their sum is the request line's `upstream_ms`.
    */
-  readonly spent?: (ms: number) => void;
+  spent?(ms: number): void;
 }
 
 /**

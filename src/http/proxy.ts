@@ -23,13 +23,13 @@ import { pipe, writeHead } from './respond.js';
 export interface ProxyRelay {
   /**
    * Resolves once the answer is relayed; rejects with a catalogue error when the upstream fails.
-   * `spent` is told how long the upstream took to answer (or fail).
+   * `meter` is told how long the upstream took to answer (or fail).
    */
   forward(
     ctx: RequestContext,
     request: ForwardedRequest,
     signal: AbortSignal,
-    spent?: (ms: number) => void,
+    meter?: { spent?(ms: number): void },
   ): Promise<void>;
   ready(): boolean;
   close(): Promise<void>;
@@ -123,7 +123,7 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
   });
 
   return {
-    async forward(ctx, request, signal, spent) {
+    async forward(ctx, request, signal, meter) {
       const body = ctx.body;
       const path = endpoint.prefix + request.target;
       const headers = await endpoint.headers(request, path, body);
@@ -132,12 +132,12 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
       }
       signal.throwIfAborted();
       const { tracing } = deps;
-      if (tracing === undefined) return relay(ctx, signal, spent, path, headers);
+      if (tracing === undefined) return relay(ctx, signal, meter, path, headers);
       const attributes = clientAttributes(endpoint.url, request.method, request.target, 'passthrough');
       return tracing.span(request.method, 'client', attributes, (span) => {
         // The span's own id goes out: the service's spans are its children.
         headers.traceparent = span.traceparent();
-        return relay(ctx, signal, spent, path, headers);
+        return relay(ctx, signal, meter, path, headers);
       });
     },
     ready: () => endpoint.ready(),
@@ -152,7 +152,7 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
   function relay(
     ctx: RequestContext,
     signal: AbortSignal,
-    spent: ((ms: number) => void) | undefined,
+    meter: { spent?(ms: number): void } | undefined,
     path: string,
     headers: Record<string, string>,
   ): Promise<void> {
@@ -168,7 +168,7 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
         state.outgoing?.destroy();
         if (settled) return;
         settled = true;
-        spent?.(performance.now() - started);
+        meter?.spent?.(performance.now() - started);
         reject(endpoint.failed(err, signal, started));
       };
       const onAbort = () => fail(signal.reason);
@@ -195,7 +195,7 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
             fail(errors.upstreamBadAnswer('status'));
             return;
           }
-          spent?.(performance.now() - started);
+          meter?.spent?.(performance.now() - started);
           endpoint.answered(started);
           const id = upstreamRequestId(proxyRes.headers);
           if (id !== undefined) ctx.log.upstream_request_id = id;

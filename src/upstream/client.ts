@@ -17,7 +17,7 @@ export interface Outgoing {
   readonly headers?: Readonly<Record<string, string>>;
   readonly signal: AbortSignal;
   /** Told how long the upstream took to answer (or fail): the request line's `upstream_ms`. */
-  readonly spent?: (ms: number) => void;
+  readonly meter?: { spent?(ms: number): void };
 }
 
 /** An upstream's answer as it arrives: status, headers, and the body still streaming. */
@@ -50,7 +50,7 @@ export function createUpstreamClient(
   });
 
   return {
-    send({ request, headers: extra, signal, spent }) {
+    send({ request, headers: extra, signal, meter }) {
       const target = endpoint.prefix + request.target;
       // An empty held body (a GET's) goes out as none at all.
       const held = request.body;
@@ -83,7 +83,7 @@ export function createUpstreamClient(
           })
           .then(
             (answer) => {
-              spent?.(performance.now() - started);
+              meter?.spent?.(performance.now() - started);
               if (!relayableStatus(answer.statusCode)) {
                 // Not awaited: the 502 goes out at once, and the connection is released (or cut) after.
                 answer.body.dump().catch(() => undefined);
@@ -93,7 +93,7 @@ export function createUpstreamClient(
               return answer;
             },
             (err: unknown) => {
-              spent?.(performance.now() - started);
+              meter?.spent?.(performance.now() - started);
               throw endpoint.failed(err, signal, started);
             },
           );

@@ -132,6 +132,17 @@ t.test('upstream_ms names the time a backend call was out, only when one went ou
   const line = gw.logs.find((l) => l.request_id === res.headers.requestid);
   t.equal(typeof line?.upstream_ms, 'number');
   t.ok((line?.upstream_ms as number) <= (line?.duration_ms as number));
+  // A checksum fetched through the cache (a miss) counts for the request that started it.
+  const viaCache = await startGateway({ backends: { collectors: upstreamBackend(stub) } });
+  t.teardown(() => viaCache.close());
+  const fetched = await call(viaCache, {
+    method: 'GET',
+    target: '/api/v2/collectors/sharphound/v2.0.0/checksum',
+  });
+  t.equal(fetched.status, 200);
+  await until(() => viaCache.logs.some((l) => l.request_id === fetched.headers.requestid));
+  const cached = viaCache.logs.find((l) => l.request_id === fetched.headers.requestid);
+  t.equal(typeof cached?.upstream_ms, 'number', 'a cache miss fetched upstream');
   const local = await call(gw, { method: 'GET', target: '/api/v2/collectors/sharphound/latest/checksum' });
   t.equal(local.status, 200);
   await until(() => gw.logs.some((l) => l.request_id === local.headers.requestid));
