@@ -24,6 +24,7 @@ import { listenOn } from './http/listen.js';
 import { createAdminHandler } from './observability/admin.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
+import { loadTracing, type Tracing } from './observability/tracing/tracing.js';
 import { createAssetGroupTagMember } from './operations/asset-group-tag-member.js';
 import { createCollectorChecksum } from './operations/collector-checksum.js';
 import { createPassthroughOperation } from './operations/passthrough.js';
@@ -91,10 +92,12 @@ interface Instance {
   readonly clock: DeadlineClock;
   /** The memory rate-limit store's counts, kept across reloads. */
   readonly rateLimitCounts: RateLimitCounts;
+  /** Spans of requests and backend calls (`tracing`, which takes a restart); absent when off. */
+  readonly tracing?: Tracing;
 }
 
 async function buildRuntime(config: Config, instance: Instance, previous?: Runtime): Promise<Runtime> {
-  const { logger, metrics, keySources } = instance;
+  const { logger, metrics, keySources, tracing } = instance;
   const tmpDir = config.server.tmp_dir ?? tmpdir();
   await access(tmpDir, constants.W_OK).catch((err: Error) => {
     throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
@@ -109,9 +112,11 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
     server: config.server,
     metrics,
     tmpDir,
+    ...(tracing && { tracing }),
   });
   const passthrough =
-    config.passthrough && createPassthroughOperation(config.passthrough, { metrics, logger });
+    config.passthrough &&
+    createPassthroughOperation(config.passthrough, { metrics, logger, ...(tracing && { tracing }) });
   const limits =
     config.rate_limits &&
     (await createRateLimits(config.rate_limits, { logger, metrics, counts: instance.rateLimitCounts }));
@@ -119,6 +124,7 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
     ...(limits && { rateLimits: limits.stages }),
     prefer: config.prefer,
     clock: instance.clock,
+    ...(tracing && { tracing }),
     authenticate,
     operations: {
       GetCollectorChecksum: createCollectorChecksum({ backend: backends.collectors }),
@@ -162,7 +168,9 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
   const root = createLogger(config.logging.level, options.logDestination);
   const logger = options.worker === undefined ? root : root.child({ worker: options.worker });
-  const metrics = createMetrics();
+  const metrics = createMetrics({ maxWait: config.prefer.max_wait });
+  // Loaded (the OpenTelemetry SDK imported) only when configured.
+  const tracing = await loadTracing(config.tracing, logger);
   const instance: Instance = {
     logger,
     metrics,
@@ -170,10 +178,12 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     keySources: new KeySources(),
     clock: new DeadlineClock(),
     rateLimitCounts: new RateLimitCounts(),
+    ...(tracing && { tracing }),
   };
   const { keySources } = instance;
   warn(logger, config);
   let runtime = await buildRuntime(config, instance);
+  metrics.readiness(() => runtime.checks());
   let draining = false;
   let faulted = false;
   let closing: Promise<void> = Promise.resolve();
@@ -181,6 +191,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const handler = createHandler({
     logger,
     metrics,
+    ...(tracing && { tracing }),
     current: () => runtime,
     draining: () => draining,
     faulted: () => faulted,
@@ -229,39 +240,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       return { port, adminPort };
     },
     async reload(next) {
-      const old = runtime;
-      const built = await buildRuntime(next, instance, old);
-      // The new configuration takes over once its key sources and backends are ready (a JWKS
-      // fetched, an upstream probed), so a reload does not flip /readyz; bounded, it never hangs.
-      // An unchanged key source starts from its last good keys; a new one that cannot load keys in
-      // time fails the reload, and the old configuration stays.
-      await readyWithin(built, RELOAD_READY_WAIT);
-      const before = new Set(old.keySources().map((s) => s.id));
-      const missing = built.keySources().filter((s) => s.required && !s.loaded && !before.has(s.id));
-      if (missing.length > 0) {
-        await built.close();
-        keySources.retain(before);
-        dropKeyGauges(metrics, built, old);
-        const names = missing.map((s) => `${s.at} (${s.name})`).join(', ');
-        throw new Error(`${names}: no keys loaded within ${RELOAD_READY_WAIT / 1000} s`);
+      try {
+        await swap(next);
+      } catch (err) {
+        metrics.configReloads.inc({ result: 'error' });
+        throw err;
       }
-      runtime = built;
-      keySources.retain(built.keySources().map((s) => s.id));
-      dropKeyGauges(metrics, old, built);
-      warn(logger, next);
-      logger.level = next.logging.level;
-      const restartOnly = [
-        'server.host',
-        'server.port',
-        'server.max_header_size',
-        'admin.host',
-        'admin.port',
-      ].filter((key) => valueAt(old.config, key) !== valueAt(next, key));
-      if (restartOnly.length > 0) logger.warn({ keys: restartOnly }, 'these keys change only on restart');
-      server.headersTimeout = next.server.headers_timeout;
-      server.keepAliveTimeout = next.server.keep_alive_timeout;
-      logger.info('configuration reloaded');
-      await old.close();
+      metrics.configReloads.inc({ result: 'ok' });
+      metrics.configLastReloadSuccess.setToCurrentTime();
     },
     async close(options = {}) {
       if (options.fault) faulted = true;
@@ -271,6 +257,49 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       return closing;
     },
   };
+
+  /** Builds `next` and swaps it in; throws (the old configuration staying) when it cannot serve. */
+  async function swap(next: Config): Promise<void> {
+    const old = runtime;
+    const built = await buildRuntime(next, instance, old);
+    // The new configuration takes over once its key sources and backends are ready (a JWKS
+    // fetched, an upstream probed), so a reload does not flip /readyz; bounded, it never hangs.
+    // An unchanged key source starts from its last good keys; a new one that cannot load keys in
+    // time fails the reload, and the old configuration stays.
+    await readyWithin(built, RELOAD_READY_WAIT);
+    const before = new Set(old.keySources().map((s) => s.id));
+    const missing = built.keySources().filter((s) => s.required && !s.loaded && !before.has(s.id));
+    if (missing.length > 0) {
+      await built.close();
+      keySources.retain(before);
+      dropKeyGauges(metrics, built, old);
+      const names = missing.map((s) => `${s.at} (${s.name})`).join(', ');
+      throw new Error(`${names}: no keys loaded within ${RELOAD_READY_WAIT / 1000} s`);
+    }
+    runtime = built;
+    keySources.retain(built.keySources().map((s) => s.id));
+    dropKeyGauges(metrics, old, built);
+    warn(logger, next);
+    logger.level = next.logging.level;
+    const restartOnly = [
+      'server.host',
+      'server.port',
+      'server.max_header_size',
+      'admin.host',
+      'admin.port',
+    ].filter((key) => valueAt(old.config, key) !== valueAt(next, key));
+    if (restartOnly.length > 0) logger.warn({ keys: restartOnly }, 'these keys change only on restart');
+    server.headersTimeout = next.server.headers_timeout;
+    server.keepAliveTimeout = next.server.keep_alive_timeout;
+    if (next.prefer.max_wait !== old.config.prefer.max_wait) {
+      logger.warn(
+        { keys: ['prefer.max_wait'] },
+        'the latency histograms keep the buckets of prefer.max_wait at start until a restart',
+      );
+    }
+    logger.info('configuration reloaded');
+    await old.close();
+  }
 
   async function drain(): Promise<void> {
     const grace = runtime.config.server.shutdown_grace;
@@ -289,6 +318,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       admin.closeAllConnections();
     }
     await runtime.close();
+    // The spans of the last requests go out before the process exits.
+    await tracing?.shutdown();
     logger.info('stopped');
   }
 }

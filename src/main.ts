@@ -30,7 +30,15 @@ export async function runGateway(file: string): Promise<number> {
   process.on('SIGHUP', () => {
     reloading = reloading.then(async () => {
       try {
-        await app.reload(loadConfigFile(file));
+        let next;
+        try {
+          next = loadConfigFile(file);
+        } catch (err) {
+          // A file that does not load is a failed reload too (`app.reload` counts its own).
+          app.metrics.configReloads.inc({ result: 'error' });
+          throw err;
+        }
+        await app.reload(next);
       } catch (err) {
         const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
         logger.error({ problems }, 'configuration reload failed; keeping the old configuration');

@@ -9,6 +9,7 @@ import type { RequestContext } from './http/context.js';
 import { type DeadlineClock, preferredWait, startDeadline } from './http/deadline.js';
 import { singleHeader } from './http/headers.js';
 import { type OperationId, routeRequest } from './http/router.js';
+import type { Tracing } from './observability/tracing/tracing.js';
 import type { Operation } from './operations/operation.js';
 import type { RateLimitStages } from './ratelimit/index.js';
 
@@ -20,6 +21,8 @@ export interface PipelineParts {
   /** The app's timer wheel, which fires the requests' deadlines. */
   readonly clock: DeadlineClock;
   readonly authenticate: Stage;
+  /** With tracing on, authentication is a child span of the request's (contract §10). */
+  readonly tracing?: Tracing;
   readonly operations: Readonly<Record<Exclude<OperationId, 'passthrough'>, Operation>> & {
     /** Present when pass-through is configured: every other `/api/v2` request goes to it. */
     readonly passthrough?: Operation;
@@ -30,7 +33,8 @@ export interface PipelineParts {
 
 /** The ordered stages for one configuration. */
 export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [name: string, stage: Stage]> {
-  const { prefer, authenticate, operations, clock } = parts;
+  const { prefer, operations, clock, tracing } = parts;
+  const authenticate = tracing === undefined ? parts.authenticate : traced(tracing, parts.authenticate);
   const byAddress = parts.rateLimits?.unauthenticated;
   const byIdentity = parts.rateLimits?.identity;
   return [
@@ -68,6 +72,11 @@ export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [na
     // path parameters (400) → existence (404) → body validation (400/413) → the backend.
     ['operation', (ctx) => operationOf(ctx, operations).handle(ctx)],
   ];
+}
+
+/** `stage` as the span `authenticate`: a refusal marks it failed with its reason. */
+function traced(tracing: Tracing, stage: Stage): Stage {
+  return (ctx) => tracing.span('authenticate', 'internal', {}, () => stage(ctx));
 }
 
 /** Sets `Preference-Applied` for a request refused before its deadline started, if its Prefer is valid. */

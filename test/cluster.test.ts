@@ -115,7 +115,18 @@ t.test('two workers share the API port; /metrics adds up their registries', asyn
   t.equal(sample(text, 'gateway_request_duration_seconds_count{operation="GetAssetGroupTagMember"}'), K);
   t.ok(sample(text, 'process_resident_memory_bytes')! > 0, 'process metrics of the workers');
   t.equal(text.match(/^nodejs_version_info\{/gm)?.length, 1, 'one version line, not one per worker');
-  t.equal(sample(text, 'process_start_time_seconds'), undefined, 'no meaningless sum of start times');
+  // The primary's own start time, not a meaningless sum of the workers' (GatewayAbsent relies on it).
+  const start = sample(text, 'process_start_time_seconds')!;
+  t.equal(text.match(/^process_start_time_seconds /gm)?.length, 1, 'one start time');
+  t.ok(Math.abs(start - Date.now() / 1000) < 600, 'a start time, not a sum');
+  t.equal(sample(text, 'gateway_worker_restarts_total'), 0, 'no restart yet, exported at 0');
+  // Taken once, never summed: build info, readiness, the reload timestamp.
+  t.equal(text.match(/^gateway_build_info\{/gm)?.length, 1);
+  t.equal(Number(/^gateway_build_info\{[^}]*\} (\S+)$/m.exec(text)?.[1]), 1, 'build info is 1, not 2');
+  t.equal(sample(text, 'gateway_ready{check="keys"}'), 1, 'readiness is the least ready, not a sum');
+  const reload = sample(text, 'gateway_config_last_reload_success_timestamp_seconds')!;
+  t.ok(Math.abs(reload - Date.now() / 1000) < 600, "the reload timestamp is one worker's, not a sum");
+  t.equal(sample(text, 'gateway_client_aborts_total{operation="GetAssetGroupTagMember"}'), 0);
 
   c.proc.child.kill('SIGTERM');
   t.equal(await c.proc.exited, 0);
@@ -136,6 +147,8 @@ t.test('a worker that dies is replaced and the port keeps serving', async (t) =>
   // node:cluster hands the connections out in turn: the new worker gets its share.
   await c.proc.waitFor((l) => l.msg === 'request' && l.worker === replacement.worker);
   t.equal((await fetch(`http://127.0.0.1:${c.adminPort}/readyz`)).status, 200);
+  const text = await (await fetch(`http://127.0.0.1:${c.adminPort}/metrics`)).text();
+  t.equal(sample(text, 'gateway_worker_restarts_total'), 1, 'the replacement is counted');
   c.proc.child.kill('SIGTERM');
   t.equal(await c.proc.exited, 0);
 });

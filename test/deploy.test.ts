@@ -7,10 +7,11 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { parse, parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { ConfigReference } from '../src/config/leaves.js';
 import { loadConfigFile } from '../src/config/load.js';
 import {
+  CONFIG_FILE,
   DEPLOY,
   docsOf,
   exportedNames,
@@ -19,6 +20,7 @@ import {
   K8S,
   manifests,
   metricNames,
+  objectFiles,
   dashboardExpressions,
   ruleExpressions,
 } from './helpers/deploy.js';
@@ -68,6 +70,12 @@ t.test('every metric named by the alert rules and the dashboard is exported', as
     'gateway_checksum_cache_requests_total',
     'gateway_rate_limit_decisions_total',
     'process_start_time_seconds',
+    'gateway_jwks_fetches_total',
+    'gateway_jwks_keys',
+    'gateway_store_pool_connections',
+    'gateway_jwt_verifications_total',
+    'gateway_config_reloads_total',
+    'gateway_ready',
   ]) {
     t.ok(inRules.has(m), `an alert watches ${m}`);
   }
@@ -82,18 +90,94 @@ t.test('every metric named by the alert rules and the dashboard is exported', as
     'process_resident_memory_bytes',
     'gateway_rate_limit_decisions_total',
     'gateway_rate_limit_store_duration_seconds_bucket',
+    'gateway_requests_in_flight',
+    'gateway_client_aborts_total',
+    'gateway_build_info',
+    'gateway_jwks_fetches_total',
+    'gateway_jwks_keys',
+    'gateway_jwt_verifications_total',
+    'gateway_store_pool_connections',
+    'gateway_config_reloads_total',
+    'gateway_config_last_reload_success_timestamp_seconds',
+    'gateway_ready',
   ]) {
     t.ok(inDashboard.has(m), `the dashboard shows ${m}`);
+  }
+  for (const { where, expr } of panels) {
+    if (expr.includes('job="$job"')) t.match(expr, /namespace="\$namespace"/, `${where}: one namespace`);
   }
   for (const { where, rule } of rules) {
     t.ok(rule.alert && rule.labels?.severity && rule.annotations?.summary, `${where}: severity and summary`);
     t.match(rule.expr, /job="bh-gateway"/, `${where}: selects the ServiceMonitor's job`);
+    // Staging and production in one Prometheus never merge: every grouping keeps the namespace.
+    for (const [, kind, labels] of String(rule.expr).matchAll(/\b(by|on)\s*\(([^)]*)\)/g)) {
+      const names = (labels as string).split(',').map((l) => l.trim());
+      t.ok(
+        names.includes('namespace') && names.includes('job'),
+        `${where}: ${kind} (${labels}) keeps namespace`,
+      );
+    }
   }
 });
 
+t.test(
+  'the PrometheusRule is picked up by kube-prometheus-stack and the dashboard has a namespace',
+  async (t) => {
+    const [rules] = docsOf(path.join(DEPLOY, 'prometheus', 'gateway-rules.yaml'));
+    t.equal(rules.kind, 'PrometheusRule');
+    t.equal(rules.metadata.labels.release, 'kube-prometheus-stack', "the chart's default ruleSelector label");
+    const dashboard = JSON.parse(readFileSync(path.join(DEPLOY, 'grafana', 'bh-gateway.json'), 'utf8'));
+    const vars = dashboard.templating.list.map((v: any) => v.name);
+    t.same(vars, ['datasource', 'namespace', 'job', 'instance'], 'namespace chosen before job');
+    const job = dashboard.templating.list.find((v: any) => v.name === 'job');
+    t.match(job.query.query, /namespace="\$namespace"/, 'the jobs of the chosen namespace');
+  },
+);
+
+const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' });
+const noPromtool = promtool.error ? 'promtool is not installed (Debian: apt-get install prometheus)' : false;
+if (noPromtool) t.comment(`skipping the promtool checks: ${noPromtool}`);
+
+t.test('promtool check rules accepts the alert rules', { skip: noPromtool }, async (t) => {
+  // promtool reads a plain rules file: the PrometheusRule's spec.
+  const [rules] = docsOf(path.join(DEPLOY, 'prometheus', 'gateway-rules.yaml'));
+  const dir = t.testdir({ 'rules.yaml': stringify(rules.spec) });
+  const r = spawnSync('promtool', ['check', 'rules', path.join(dir, 'rules.yaml')], { encoding: 'utf8' });
+  t.equal(r.status, 0, r.stdout + r.stderr);
+  t.match(r.stdout, /SUCCESS: \d+ rules found/);
+});
+
+t.test(
+  "promtool check metrics flags only prom-client's nodejs_active_*_total gauges",
+  { skip: noPromtool },
+  async (t) => {
+    const gw = await startGateway();
+    t.teardown(() => gw.close());
+    const text = (
+      await request({ port: gw.adminPort }, { method: 'GET', target: '/metrics' })
+    ).body.toString();
+    const check = (input: string) => spawnSync('promtool', ['check', 'metrics'], { input, encoding: 'utf8' });
+    const all = check(text);
+    const flagged = `${all.stdout}${all.stderr}`.split('\n').filter(Boolean);
+    t.same(
+      flagged.map((l) => l.split(' ')[0]).sort(),
+      ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'],
+      'the default Node.js metrics prom-client names with _total',
+    );
+    // The README's lint command: those three filtered out, everything else passes.
+    const filtered = text
+      .split('\n')
+      .filter((l) => !/^(# (HELP|TYPE) )?nodejs_active_(handles|requests|resources)_total\b/.test(l))
+      .join('\n');
+    const rest = check(filtered);
+    t.equal(rest.status, 0, rest.stdout + rest.stderr);
+  },
+);
+
 t.test('every YAML file under deploy/ parses, each document a Kubernetes object', async (t) => {
-  const files = filesUnder(DEPLOY, /\.ya?ml$/);
+  const files = objectFiles(DEPLOY);
   t.ok(files.length >= 9, `${files.length} YAML files`);
+  t.same(parseAllDocuments(readFileSync(CONFIG_FILE, 'utf8'))[0]?.errors, [], 'gateway.yaml parses');
   for (const file of files) {
     const docs = parseAllDocuments(readFileSync(file, 'utf8'));
     for (const doc of docs) {
@@ -107,8 +191,7 @@ t.test('every YAML file under deploy/ parses, each document a Kubernetes object'
 });
 
 t.test("the ConfigMap's gateway.yaml passes gateway check-config", async (t) => {
-  const { one } = manifests();
-  const dir = t.testdir({ 'gateway.yaml': one('ConfigMap', 'bh-gateway-config').data['gateway.yaml'] });
+  const dir = t.testdir({ 'gateway.yaml': readFileSync(CONFIG_FILE, 'utf8') });
   const r = spawnSync(
     process.execPath,
     [path.join(ROOT, 'dist', 'cli.js'), 'check-config', `${dir}/gateway.yaml`],
@@ -126,7 +209,7 @@ t.test('the manifests and the configuration agree', async (t) => {
   const deployment = one('Deployment');
   const pod = deployment.spec.template.spec;
   const [container] = pod.containers;
-  const dir = t.testdir({ 'gateway.yaml': one('ConfigMap', 'bh-gateway-config').data['gateway.yaml'] });
+  const dir = t.testdir({ 'gateway.yaml': readFileSync(CONFIG_FILE, 'utf8') });
   const config = loadConfigFile(path.join(dir, 'gateway.yaml'), { resolve: false });
   const port = (name: string) => container.ports.find((p: any) => p.name === name)?.containerPort;
   const volumes = new Map<string, any>(pod.volumes.map((v: any) => [v.name, v]));
@@ -157,13 +240,18 @@ t.test('the manifests and the configuration agree', async (t) => {
       capabilities: { drop: ['ALL'] },
     });
     t.match(container.resources, {
-      requests: { cpu: String, memory: String },
-      limits: { cpu: String, memory: String },
+      requests: { cpu: String, memory: String, 'ephemeral-storage': String },
+      limits: { cpu: String, memory: String, 'ephemeral-storage': String },
     });
     const writable = container.volumeMounts.filter((m: any) => !m.readOnly);
     for (const m of writable) t.ok(volumes.get(m.name).emptyDir, `${m.mountPath} is an emptyDir`);
     const tmp = config.server.tmp_dir as string;
     t.ok(writable.includes(mountOf(`${tmp}/x`)), 'server.tmp_dir is on a writable emptyDir');
+    const tmpSize = volumes.get(mountOf(`${tmp}/x`).name).emptyDir.sizeLimit;
+    t.ok(
+      quantity(container.resources.requests['ephemeral-storage']) >= quantity(tmpSize),
+      'the ephemeral-storage request covers the /tmp emptyDir',
+    );
 
     const configFile = container.args[container.args.indexOf('--config') + 1];
     t.equal(volumes.get(mountOf(configFile).name).configMap.name, 'bh-gateway-config');
@@ -202,8 +290,8 @@ t.test('the manifests and the configuration agree', async (t) => {
     const redis = container.env.find((e: any) => e.name === 'GATEWAY_REDIS_URL');
     t.same(redis?.valueFrom?.secretKeyRef, { name: 'bh-gateway-secrets', key: 'redis-url', optional: true });
     t.ok('redis-url' in one('Secret').stringData);
-    // The commented example in the ConfigMap is a valid configuration once uncommented.
-    const text = one('ConfigMap', 'bh-gateway-config').data['gateway.yaml'] as string;
+    // The commented example in the configuration is a valid configuration once uncommented.
+    const text = readFileSync(CONFIG_FILE, 'utf8');
     const block = /^# rate_limits:\n(?:# .*\n)+/m.exec(text)?.[0] ?? '';
     t.match(block, 'url: ${env:GATEWAY_REDIS_URL}');
     const dir = t.testdir({ 'gateway.yaml': text.replace(block, block.replace(/^# /gm, '')) });
@@ -215,11 +303,8 @@ t.test('the manifests and the configuration agree', async (t) => {
     // More than one replica: what is written must be shared, so no local store.
     const hpa = one('HorizontalPodAutoscaler');
     t.same(hpa.spec.scaleTargetRef, { apiVersion: 'apps/v1', kind: 'Deployment', name: 'bh-gateway' });
-    t.ok(
-      deployment.spec.replicas > 1 &&
-        hpa.spec.minReplicas > 1 &&
-        hpa.spec.maxReplicas >= hpa.spec.minReplicas,
-    );
+    t.equal(deployment.spec.replicas, undefined, 'no replicas: the HPA owns the count');
+    t.ok(hpa.spec.minReplicas > 1 && hpa.spec.maxReplicas >= hpa.spec.minReplicas);
     t.same(
       [config.backends.sso_providers.type, config.backends.asset_group_tags.type],
       ['postgres', 'postgres'],
@@ -264,8 +349,18 @@ t.test('the kustomization lists every manifest but the Secret example', async (t
   const kustomization = parse(readFileSync(path.join(K8S, 'kustomization.yaml'), 'utf8'));
   const listed: string[] = kustomization.resources;
   for (const f of listed) t.ok(existsSync(path.join(K8S, f)), `${f} exists`);
-  const expected = readdirSync(K8S).filter((f) => !['kustomization.yaml', 'secret.example.yaml'].includes(f));
+  const generated: string[] = kustomization.configMapGenerator.flatMap((g: any) => g.files);
+  t.same(generated, ['gateway.yaml'], 'the configuration becomes a generated ConfigMap');
+  t.not(kustomization.generatorOptions?.disableNameSuffixHash, true, 'with a hash suffix');
+  const others = ['kustomization.yaml', 'secret.example.yaml', ...generated];
+  const expected = readdirSync(K8S).filter((f) => !others.includes(f));
   t.same([...listed].sort(), expected.sort(), 'an apply never overwrites the real Secret');
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+  t.same(
+    kustomization.images,
+    [{ name: 'bh-gateway', newTag: pkg.version }],
+    "the image tag is package.json's version",
+  );
 
   // kubectl is optional on a developer's machine; where it is installed, the build must succeed.
   t.test(
@@ -276,7 +371,23 @@ t.test('the kustomization lists every manifest but the Secret example', async (t
       const built = parseAllDocuments(kubectl.stdout).map((d) => d.toJS());
       const id = (d: any) => `${d.kind}/${d.metadata.name}`;
       const sources = listed.flatMap((f) => docsOf(path.join(K8S, f)));
-      t.same(built.map(id).sort(), sources.map(id).sort(), 'every listed object');
+      const configMap = built.find((d) => d.kind === 'ConfigMap');
+      t.match(
+        configMap?.metadata.name,
+        /^bh-gateway-config-[a-z0-9]{10}$/,
+        'the ConfigMap has a hash suffix',
+      );
+      t.same(configMap?.data['gateway.yaml'], readFileSync(CONFIG_FILE, 'utf8'), 'holding gateway.yaml');
+      t.same(
+        built.map(id).sort(),
+        [...sources.map(id), id(configMap)].sort(),
+        'every listed object and the ConfigMap',
+      );
+      const deployment = built.find((d) => d.kind === 'Deployment');
+      const volume = deployment.spec.template.spec.volumes.find((v: any) => v.name === 'config');
+      t.equal(volume.configMap.name, configMap.metadata.name, 'the pods mount the hashed ConfigMap');
+      const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+      t.equal(deployment.spec.template.spec.containers[0].image, `bh-gateway:${pkg.version}`);
       t.ok(built.every((d) => d.kind === 'Namespace' || d.metadata.namespace === 'bh-gateway'));
     },
   );
@@ -350,3 +461,19 @@ t.test("the image's production dependencies hold every package the compiled gate
     'imported but not a production dependency',
   );
 });
+
+/** A Kubernetes quantity (`512Mi`, `1Gi`, `640M`) in bytes. */
+function quantity(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)([KMGT]i?)?$/.exec(text);
+  if (!m) throw new Error(`not a quantity: ${text}`);
+  const units: Record<string, number> = {
+    K: 1e3,
+    M: 1e6,
+    G: 1e9,
+    T: 1e12,
+    Ki: 2 ** 10,
+    Mi: 2 ** 20,
+    Gi: 2 ** 30,
+  };
+  return Number(m[1]) * (m[2] === undefined ? 1 : (units[m[2]] ?? NaN));
+}

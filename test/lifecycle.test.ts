@@ -86,11 +86,24 @@ t.test('SIGHUP reloads; an invalid new configuration keeps the old one', async (
   const applied = async () =>
     (await call(proc, { method: 'GET', target: MEMBER })).headers['preference-applied'];
   t.equal(await applied(), 'wait=30');
+  const metric = async (name: string) => {
+    const text = await (await fetch(`http://127.0.0.1:${proc.adminPort}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    return line === undefined ? undefined : Number(line.split(' ').pop());
+  };
+  const LAST = 'gateway_config_last_reload_success_timestamp_seconds';
+  t.equal(await metric('gateway_config_reloads_total{result="ok"}'), 0, 'reloads counted from 0');
+  t.equal(await metric('gateway_config_reloads_total{result="error"}'), 0);
+  const loaded = (await metric(LAST)) as number;
+  t.ok(Math.abs(loaded - Date.now() / 1000) < 120, 'the start is the first successful load');
 
   writeConfig(dir, { prefer: { default_wait: 7 } });
   proc.child.kill('SIGHUP');
   await proc.waitFor((l) => l.msg === 'configuration reloaded');
   t.equal(await applied(), 'wait=7');
+  t.equal(await metric('gateway_config_reloads_total{result="ok"}'), 1);
+  const reloaded = (await metric(LAST)) as number;
+  t.ok(reloaded >= loaded, 'the last success moves on');
 
   writeFileSync(file, readFileSync(file, 'utf8').replace('default_wait: 7', 'default_wait: seven'));
   proc.child.kill('SIGHUP');
@@ -99,6 +112,8 @@ t.test('SIGHUP reloads; an invalid new configuration keeps the old one', async (
   );
   t.match(JSON.stringify(failed.problems), /prefer\.default_wait/);
   t.equal(await applied(), 'wait=7', 'old configuration still in force');
+  t.equal(await metric('gateway_config_reloads_total{result="error"}'), 1, 'a failed reload is counted');
+  t.equal(await metric(LAST), reloaded, 'and is no success');
   t.equal((await request(proc, { method: 'GET', target: '/nope' })).status, 404);
   proc.child.kill('SIGTERM');
   t.equal(await proc.exited, 0);

@@ -13,6 +13,7 @@ import { deadlineOf } from '../http/deadline.js';
 import { singleHeader } from '../http/headers.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing/tracing.js';
 import { challengesFor } from './challenge.js';
 import { signedSummary } from './explain.js';
 import type { Identity } from './identity.js';
@@ -38,6 +39,8 @@ export interface AuthenticateDeps {
   tokens?: TokenRegistry;
   /** Identity providers' key source states, kept by the app across reloads. */
   keySources?: KeySources;
+  /** Where JWKS fetches are traced (contract §10); absent when tracing is off. */
+  tracing?: Tracing;
 }
 
 type Scheme = 'signature' | 'bearer' | 'none';
@@ -73,6 +76,7 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     metrics,
     ...(deps.logger ? { logger: deps.logger } : {}),
     ...(deps.keySources ? { keySources: deps.keySources } : {}),
+    ...(deps.tracing ? { tracing: deps.tracing } : {}),
   });
 
   const bodyOptions = (ctx: RequestContext, onChunk?: (chunk: Buffer) => void): BodyOptions => {

@@ -15,6 +15,7 @@
 import { errors } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { SpanHandle, Tracing } from '../observability/tracing/tracing.js';
 import { describe, discover, download, type FetchResult, resultOf, safeUrl } from './jwks-fetch.js';
 import { type Lookup, lookUp, readKeySet, type VerifyKey } from './jwk-set.js';
 import { type KeySourceState, newKeySourceState } from './key-sources.js';
@@ -47,6 +48,8 @@ export interface JwksOptions {
   state?: KeySourceState;
   metrics?: Metrics;
   logger?: Logger;
+  /** Traces each fetch as a client span (of the request that caused it, if any). */
+  tracing?: Tracing;
   now?: () => number;
 }
 
@@ -108,8 +111,22 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
     timer.unref();
   };
 
+  /** One fetch, traced when tracing is on (a span `jwks fetch` with the key source's address). */
+  const load = (keysOnly: boolean): Promise<void> => {
+    const { tracing } = options;
+    if (tracing === undefined) return fetchOnce(keysOnly);
+    const url = new URL('jwksUrl' in source ? source.jwksUrl : source.discoveryUrl);
+    const attributes = {
+      'server.address': url.hostname,
+      'server.port': Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+      'url.full': `${url.origin}${url.pathname}`,
+      'gateway.jwks.provider': provider,
+    };
+    return tracing.span('jwks fetch', 'client', attributes, (span) => fetchOnce(keysOnly, span));
+  };
+
   /** One fetch: the discovery document first unless a key fetch can use the key set's URL it named. */
-  const load = async (keysOnly: boolean): Promise<void> => {
+  const fetchOnce = async (keysOnly: boolean, span?: SpanHandle): Promise<void> => {
     const signal = AbortSignal.timeout(options.timeout);
     try {
       let url: string;
@@ -131,6 +148,7 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
       const result = resultOf(err, signal.aborted);
       state.problem = describe(err);
       metrics?.jwksFetches.inc({ provider, result });
+      span?.set({ 'error.type': result });
       logger?.warn(
         { provider, ...where, result, reason: state.problem, keys_kept: state.keys?.length ?? 0 },
         'jwks fetch failed',

@@ -19,6 +19,7 @@ import type { JwtConfig } from '../config/schema.js';
 import { errors, GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing/tracing.js';
 import type { Identity } from './identity.js';
 import { ASYMMETRIC_ALGORITHMS } from './jwk-set.js';
 import { createJwksKeys, type JwksKeys } from './jwks.js';
@@ -66,6 +67,8 @@ export interface JwtVerifierOptions {
   logger?: Logger;
   /** Key source states kept across reloads (the app's); new ones when absent. */
   keySources?: KeySources;
+  /** Where JWKS fetches are traced; absent when tracing is off. */
+  tracing?: Tracing;
 }
 
 interface Provider extends Checker {
@@ -246,6 +249,7 @@ function provider(config: JwtProvider, options: JwtVerifierOptions, now: () => n
     ...(options.keySources ? { state: options.keySources.state(id) } : {}),
     ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.tracing ? { tracing: options.tracing } : {}),
   });
   const c = checker(algorithms, config.clockTolerance, config.maxTokenAge, config.claims, config);
   return { ...c, config, id, keys };

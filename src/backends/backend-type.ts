@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { str } from '../config/leaves.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing/tracing.js';
 import type { FileLocks } from './file-locks.js';
 import type { PostgresConfig } from './postgres/config.js';
 import type { PostgresPool } from './postgres/index.js';
@@ -15,6 +16,8 @@ import type { PostgresPool } from './postgres/index.js';
 export interface BackendDeps {
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** Traces backend calls (upstream requests, database statements); absent when tracing is off. */
+  readonly tracing?: Tracing;
   /** The operation's configuration key (`collectors`, …): the label of its metrics and log lines. */
   readonly name: string;
   /** The pool of a database, opened once per URL and shared by the backends that name it. */

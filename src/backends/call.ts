@@ -13,6 +13,11 @@ export interface BackendCall {
   readonly signal: AbortSignal;
   /** What an upstream forwards of the request (method, raw target, body, …); built on first access. */
   readonly request: ForwardedRequest;
+  /**
+   * Records a call that went out (an upstream request until its answer's headers, a database
+   * statement or transaction) and took `ms`: their sum is the request line's `upstream_ms`.
+   */
+  spent?(ms: number): void;
 }
 
 /**

@@ -5,6 +5,7 @@
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing/tracing.js';
 import type { AssetGroupTagsBackend } from './asset-group-tags/backend.js';
 import type { BackendDeps, Closable } from './backend-type.js';
 import type { CollectorsBackend } from './collectors/backend.js';
@@ -38,7 +39,12 @@ type BackendOf<Op extends Operation> = Table[Op][keyof Table[Op]] extends {
 /** The backends `config` names. Throws when one cannot start; nothing half-built stays open then. */
 export async function createBackends(
   config: Config,
-  deps: { readonly metrics: Metrics; readonly logger: Logger; readonly fileLocks: FileLocks },
+  deps: {
+    readonly metrics: Metrics;
+    readonly logger: Logger;
+    readonly fileLocks: FileLocks;
+    readonly tracing?: Tracing;
+  },
 ): Promise<Backends> {
   const { backends, checksum_cache: cache } = config;
   const opened: Closable[] = [];

@@ -34,8 +34,11 @@ interface State {
   listeningAt?: number;
 }
 
-/** A pool of `count` workers running this same command (see `cluster.setupPrimary`). */
-export function createPool(count: number, logger: Logger): Pool {
+/**
+ * A pool of `count` workers running this same command (see `cluster.setupPrimary`); `restarted` is
+ * called each time a worker that died is replaced.
+ */
+export function createPool(count: number, logger: Logger, restarted: () => void = () => {}): Pool {
   const live = new Map<Worker, State>();
   const failures = new Array<number>(count).fill(0);
   const restarts = new Set<NodeJS.Timeout>();
@@ -79,6 +82,7 @@ export function createPool(count: number, logger: Logger): Pool {
         const delay = Math.min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** failures[slot]!);
         failures[slot]!++;
         logger.error({ ...who(), code, signal, restart_in_ms: delay }, 'worker exited; starting another');
+        restarted();
         const timer = setTimeout(() => {
           restarts.delete(timer);
           fork(slot);

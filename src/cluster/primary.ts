@@ -7,12 +7,13 @@ import cluster from 'node:cluster';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { AggregatorRegistry, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import { ConfigError, loadConfigFile, valueAt } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { listenOn } from '../http/listen.js';
 import { createAdminHandler } from '../observability/admin.js';
 import { createLogger, flushLogs } from '../observability/logger.js';
+import { createPrimaryMetrics } from './metrics.js';
 import { createPool } from './pool.js';
 import { createAsker, type WorkerMetrics } from './rpc.js';
 
@@ -38,13 +39,14 @@ export async function runPrimary(file: string, config: Config, count: number): P
   let draining = false;
   cluster.setupPrimary({ serialization: 'advanced' });
   const asker = createAsker(ASK_TIMEOUT);
-  const pool = createPool(count, logger);
+  const own = createPrimaryMetrics();
+  const pool = createPool(count, logger, own.restarted);
 
   const metrics = async () => {
     const workers = pool.listening();
     const answers = await Promise.all(workers.map((w) => asker.ask(w, 'metrics')));
     const present = answers.filter((a): a is WorkerMetrics => a !== undefined);
-    return AggregatorRegistry.aggregate(present).metrics();
+    return own.text(present);
   };
   const ready = async () => {
     const workers = pool.listening();

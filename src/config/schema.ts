@@ -12,6 +12,7 @@ import { asNumber, bool, duration, int, leaf, size, str, uuid } from './leaves.j
 import { permission } from './permissions.js';
 import { rateLimitsSchema } from './rate-limits.js';
 import { tokenStoreSchema } from './token-store.js';
+import { tracingSchema } from './tracing.js';
 
 export { PERMISSIONS, type Permission } from './permissions.js';
 
@@ -141,6 +142,8 @@ const schema = z
     passthrough: passthroughShape.optional(),
     /** Requests per verified identity and failed authentications per address (contract §7). */
     rate_limits: rateLimitsSchema.optional(),
+    /** OpenTelemetry tracing (contract §10); off when absent. */
+    tracing: tracingSchema.optional(),
   })
   .superRefine((c, ctx) => {
     checkJwtProviders(c.auth.jwt, (path, message) =>

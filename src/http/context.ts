@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Identity } from '../auth/identity.js';
+import type { RequestTrace } from '../observability/tracing/tracing.js';
 import type { HeldBody } from './body.js';
 import type { Deadline } from './deadline.js';
 import type { Route } from './router.js';
@@ -40,6 +41,8 @@ export interface RequestContext {
   identity?: Identity;
   /** Written by the authenticate stage: the body, read under the limit and verified. */
   body?: HeldBody;
+  /** Written by the handler when tracing is on: the request's server span. */
+  trace?: RequestTrace;
   /** Written by the error writer or the operation: extra fields for the request's log line. */
   log: Record<string, unknown>;
 }

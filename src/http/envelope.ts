@@ -57,11 +57,12 @@ export function writeError(ctx: RequestContext, err: GatewayError): void {
 /**
  * Answers on a raw socket when Node's HTTP parser refused the request (`clientError`): there is no
  * response object then, so the status line and headers are written by hand, and the socket closed.
+ * Returns the body bytes written (the log line's `bytes_out`).
  */
-export function writeSocketError(socket: Socket, requestId: string, err: GatewayError): void {
+export function writeSocketError(socket: Socket, requestId: string, err: GatewayError): number {
   if (!socket.writable) {
     socket.destroy();
-    return;
+    return 0;
   }
   const body = envelope(err, requestId);
   socket.end(
@@ -72,4 +73,5 @@ export function writeSocketError(socket: Socket, requestId: string, err: Gateway
       'Connection: close\r\n\r\n' +
       body,
   );
+  return Buffer.byteLength(body);
 }

@@ -58,13 +58,23 @@ function credentialsOf(headers: IncomingHttpHeaders): ClientCredentials {
 
 /** The call an operation hands its backend for `ctx`: the signal and the forwarded request, each made on first use. */
 export function backendCall(ctx: RequestContext): BackendCall {
-  let request: ForwardedRequest | undefined;
-  return {
-    get signal() {
-      return deadlineOf(ctx);
-    },
-    get request() {
-      return (request ??= forwardedRequest(ctx));
-    },
-  };
+  return new RequestCall(ctx);
+}
+
+/** One object per call, its accessors on the prototype: no closure is made per request. */
+class RequestCall implements BackendCall {
+  #request: ForwardedRequest | undefined;
+  constructor(private readonly ctx: RequestContext) {}
+  get signal(): AbortSignal {
+    return deadlineOf(this.ctx);
+  }
+  get request(): ForwardedRequest {
+    return (this.#request ??= forwardedRequest(this.ctx));
+  }
+  /** Adds `ms` to the request line's `upstream_ms`. */
+  spent(ms: number): void {
+    const log = this.ctx.log;
+    const before = log.upstream_ms;
+    log.upstream_ms = Math.round(((typeof before === 'number' ? before : 0) + ms) * 1000) / 1000;
+  }
 }

@@ -4,24 +4,50 @@
  * request id, a log line and a metric like any other request, and the connection is closed.
  */
 import { randomUUID } from 'node:crypto';
-import type { Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { errors, type GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import { type Metrics, requestRecorder } from '../observability/metrics.js';
 import { writeSocketError } from './envelope.js';
+import { readRefused } from './refused.js';
 
 const GONE = new Set(['ECONNRESET', 'EPIPE', 'HPE_INVALID_EOF_STATE']);
 
-/** Installs the `clientError` and `connect` listeners on the API server. */
+/** Methods counted by name (`method` label); any other is `OTHER`, as for answered requests. */
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/**
+ * Installs the `clientError` and `connect` listeners on the API server. A refused request's
+ * `duration_ms` counts from its connection's arrival (the parser does not say when the request's
+ * first byte came).
+ */
 export function answerFramingErrors(server: Server, deps: { logger: Logger; metrics: Metrics }): void {
   const recorder = requestRecorder(deps.metrics);
-  const answer = (socket: Socket, error: GatewayError, reason: string) => {
+  const accepted = new WeakMap<Socket, number>();
+  server.on('connection', (socket: Socket) => accepted.set(socket, performance.now()));
+  const answer = (socket: Socket, error: GatewayError, reason: string, raw?: Buffer) => {
     const requestId = randomUUID();
-    writeSocketError(socket, requestId, error);
-    recorder.record('unmatched', 'OTHER', error.status, 0);
+    const bytesOut = writeSocketError(socket, requestId, error);
+    const seconds = (performance.now() - (accepted.get(socket) ?? performance.now())) / 1000;
+    const read = readRefused(raw);
+    const method = read.method !== null && METHODS.has(read.method) ? read.method : 'OTHER';
+    recorder.record('unmatched', method, error.status, seconds);
     deps.logger.info(
-      { request_id: requestId, operation: 'unmatched', status: error.status, reason },
+      {
+        request_id: requestId,
+        operation: 'unmatched',
+        method: read.method,
+        path: read.path,
+        status: error.status,
+        duration_ms: Math.round(seconds * 1e6) / 1000,
+        client: socket.remoteAddress ?? null,
+        bytes_in: 0,
+        bytes_out: bytesOut,
+        ...(read.user_agent === undefined ? {} : { user_agent: read.user_agent }),
+        reason,
+      },
       'request',
     );
   };
@@ -41,14 +67,21 @@ export function answerFramingErrors(server: Server, deps: { logger: Logger; metr
     const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
     if (pending && !pending.writableFinished) {
       // Pipelined behind a request still being answered: that answer goes first, then this one.
-      pending.once('finish', () => answer(socket, error, err.code ?? 'parse_error'));
+      pending.once('finish', () => answer(socket, error, err.code ?? 'parse_error', rawOf(err)));
       pending.once('close', () => pending.writableFinished || socket.destroy());
       return;
     }
-    answer(socket, error, err.code ?? 'parse_error');
+    answer(socket, error, err.code ?? 'parse_error', rawOf(err));
   });
 
-  server.on('connect', (_req, socket: Socket) => {
-    answer(socket, errors.badTarget('must be a path starting with "/"'), 'connect');
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    const target = Buffer.from(`${req.method} ${req.url} HTTP/1.1\r\n`, 'latin1');
+    answer(socket, errors.badTarget('must be a path starting with "/"'), 'connect', target);
   });
+}
+
+/** The bytes Node's parser was reading when it failed (`rawPacket`), when it says. */
+function rawOf(err: NodeJS.ErrnoException): Buffer | undefined {
+  const raw = (err as { rawPacket?: unknown }).rawPacket;
+  return Buffer.isBuffer(raw) ? raw : undefined;
 }

@@ -13,6 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { errors } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import { type Metrics, requestRecorder } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing/tracing.js';
 import type { Stage } from '../pipeline.js';
 import type { ClientAddressing } from './client-address.js';
 import type { RequestContext } from './context.js';
@@ -29,6 +30,8 @@ const USER_AGENT = 256;
 export interface HandlerParts {
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** With tracing on: a server span per request, named in its log line as `trace_id`. */
+  readonly tracing?: Tracing;
   /** The configuration in force (swapped on reload): its stages and how a client address is found. */
   current(): {
     readonly stages: ReadonlyArray<readonly [string, Stage]>;
@@ -68,6 +71,7 @@ export function createHandler(parts: HandlerParts): RequestHandler {
   const lines = parts.logger.child({}, { redact: { paths: [] } });
   const recorder = requestRecorder(parts.metrics);
   const { requestsInFlight, clientAborts, deadlineExceeded } = parts.metrics;
+  const { tracing } = parts;
   /** The latest response of each connection, while it is pending. */
   const pending = new WeakMap<Socket, ServerResponse>();
   /** Requests whose work or clean-up is not over yet, and who waits for there to be none. */
@@ -110,6 +114,11 @@ export function createHandler(parts: HandlerParts): RequestHandler {
     if (agent !== undefined) line.user_agent = agent.length > USER_AGENT ? agent.slice(0, USER_AGENT) : agent;
     const traceparent = req.headers.traceparent;
     if (typeof traceparent === 'string') line.traceparent = traceparent;
+    const trace = ctx.trace;
+    if (trace !== undefined) {
+      line.trace_id = trace.traceId;
+      trace.end({ status, operation, client: ctx.client });
+    }
     if (status >= 500) lines.error(line, 'request');
     else lines.info(line, 'request');
     const disposed = ctx.body?.dispose();
@@ -151,7 +160,9 @@ export function createHandler(parts: HandlerParts): RequestHandler {
       part();
       return;
     }
-    const running = run(ctx, stages, 0);
+    // Tracing off: one check, nothing made. On: the stages run with the request's span active.
+    if (tracing !== undefined) ctx.trace = tracing.request(req);
+    const running = ctx.trace === undefined ? run(ctx, stages, 0) : ctx.trace.run(() => run(ctx, stages, 0));
     if (running === undefined) part();
     else running.then(part, part);
   };

@@ -14,15 +14,23 @@ import { ProxyServer } from 'http-proxy-3';
 import { errors } from '../errors.js';
 import { relayableStatus, upstreamRequestId } from '../upstream/answer.js';
 import type { UpstreamConfig } from '../upstream/config.js';
-import { createEndpoint, type UpstreamDeps } from '../upstream/endpoint.js';
+import { clientAttributes, createEndpoint, type UpstreamDeps } from '../upstream/endpoint.js';
 import type { ForwardedRequest } from '../upstream/forwarded.js';
 import type { RequestContext } from './context.js';
 import { pipe, writeHead } from './respond.js';
 
 /** Forwards a request and relays its answer. */
 export interface ProxyRelay {
-  /** Resolves once the answer is relayed; rejects with a catalogue error when the upstream fails. */
-  forward(ctx: RequestContext, request: ForwardedRequest, signal: AbortSignal): Promise<void>;
+  /**
+   * Resolves once the answer is relayed; rejects with a catalogue error when the upstream fails.
+   * `meter` is told how long the upstream took to answer (or fail).
+   */
+  forward(
+    ctx: RequestContext,
+    request: ForwardedRequest,
+    signal: AbortSignal,
+    meter?: { spent?(ms: number): void },
+  ): Promise<void>;
   ready(): boolean;
   close(): Promise<void>;
 }
@@ -115,8 +123,7 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
   });
 
   return {
-    async forward(ctx, request, signal) {
-      const { req, res } = ctx;
+    async forward(ctx, request, signal, meter) {
       const body = ctx.body;
       const path = endpoint.prefix + request.target;
       const headers = await endpoint.headers(request, path, body);
@@ -124,82 +131,13 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
         headers['content-length'] = String(body.size);
       }
       signal.throwIfAborted();
-      const started = performance.now();
-      await new Promise<void>((resolve, reject) => {
-        let settled = false;
-        let connectTimer: NodeJS.Timeout | undefined;
-        const fail = (err: unknown) => {
-          clearTimeout(waiting);
-          clearTimeout(connectTimer);
-          state.outgoing?.destroy();
-          if (settled) return;
-          settled = true;
-          reject(endpoint.failed(err, signal, started));
-        };
-        const onAbort = () => fail(signal.reason);
-        // `headers_timeout` bounds the wait for the answer's headers; `body_timeout` each pause after.
-        const waiting = setTimeout(
-          () => fail(errors.upstreamTimeout('headers_timeout')),
-          config.headers_timeout,
-        );
-        const state: InFlight = {
-          connecting(socket) {
-            if (!socket.connecting) return;
-            connectTimer = setTimeout(
-              () => fail(Object.assign(new Error('connect timeout'), { code: 'ETIMEDOUT' })),
-              config.connect_timeout,
-            );
-            socket.once('connect', () => clearTimeout(connectTimer));
-          },
-          answered(proxyRes, out) {
-            clearTimeout(waiting);
-            const status = proxyRes.statusCode ?? 0;
-            // A status outside 100-599, or a 101 nobody asked for (Upgrade never goes out), is garbage.
-            if (!relayableStatus(status)) {
-              proxyRes.destroy();
-              fail(errors.upstreamBadAnswer('status'));
-              return;
-            }
-            endpoint.answered(started);
-            const id = upstreamRequestId(proxyRes.headers);
-            if (id !== undefined) ctx.log.upstream_request_id = id;
-            try {
-              writeHead(ctx, status, answerHeaders(proxyRes, id, ctx.headers.includes('RateLimit-Policy')));
-            } catch (err) {
-              // A header value Node will not write (a control character): the answer is unusable.
-              proxyRes.destroy();
-              fail(errors.upstreamBadAnswer('protocol', err));
-              return;
-            }
-            settled = true;
-            proxyRes.setTimeout(config.body_timeout, () =>
-              proxyRes.destroy(Object.assign(new Error('body timeout'), { code: 'UND_ERR_BODY_TIMEOUT' })),
-            );
-            pipe(proxyRes, ctx).then(resolve, (err: unknown) => {
-              // Cut mid-body: the client's connection is cut too (a truncated answer never looks complete).
-              out.destroy();
-              reject(proxyRes.complete || signal.aborted ? err : endpoint.failed(err, signal));
-            });
-          },
-        };
-        inFlight.set(req, state);
-        signal.addEventListener('abort', onAbort, { once: true });
-        res.once('close', () => signal.removeEventListener('abort', onAbort));
-        const outgoing: Outgoing = { path, dropped: droppedHeaders(req, ctx.peerTrusted, headers) };
-        proxy.web(
-          req,
-          res,
-          {
-            headers,
-            // The base of the outgoing request's options: the agent reads it (below).
-            ssl: { [OUTGOING]: outgoing },
-            ...(body === undefined ? {} : { buffer: body.stream() }),
-          },
-          (err: Error) => {
-            if (signal.aborted) return;
-            fail(err);
-          },
-        );
+      const { tracing } = deps;
+      if (tracing === undefined) return relay(ctx, signal, meter, path, headers);
+      const attributes = clientAttributes(endpoint.url, request.method, request.target, 'passthrough');
+      return tracing.span(request.method, 'client', attributes, (span) => {
+        // The span's own id goes out: the service's spans are its children.
+        headers.traceparent = span.traceparent();
+        return relay(ctx, signal, meter, path, headers);
       });
     },
     ready: () => endpoint.ready(),
@@ -209,6 +147,97 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
       agent.destroy();
     },
   };
+
+  /** Forwards the request with `headers` and relays the answer (see `forward`). */
+  function relay(
+    ctx: RequestContext,
+    signal: AbortSignal,
+    meter: { spent?(ms: number): void } | undefined,
+    path: string,
+    headers: Record<string, string>,
+  ): Promise<void> {
+    const { req, res } = ctx;
+    const body = ctx.body;
+    const started = performance.now();
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      let connectTimer: NodeJS.Timeout | undefined;
+      const fail = (err: unknown) => {
+        clearTimeout(waiting);
+        clearTimeout(connectTimer);
+        state.outgoing?.destroy();
+        if (settled) return;
+        settled = true;
+        meter?.spent?.(performance.now() - started);
+        reject(endpoint.failed(err, signal, started));
+      };
+      const onAbort = () => fail(signal.reason);
+      // `headers_timeout` bounds the wait for the answer's headers; `body_timeout` each pause after.
+      const waiting = setTimeout(
+        () => fail(errors.upstreamTimeout('headers_timeout')),
+        config.headers_timeout,
+      );
+      const state: InFlight = {
+        connecting(socket) {
+          if (!socket.connecting) return;
+          connectTimer = setTimeout(
+            () => fail(Object.assign(new Error('connect timeout'), { code: 'ETIMEDOUT' })),
+            config.connect_timeout,
+          );
+          socket.once('connect', () => clearTimeout(connectTimer));
+        },
+        answered(proxyRes, out) {
+          clearTimeout(waiting);
+          const status = proxyRes.statusCode ?? 0;
+          // A status outside 100-599, or a 101 nobody asked for (Upgrade never goes out), is garbage.
+          if (!relayableStatus(status)) {
+            proxyRes.destroy();
+            fail(errors.upstreamBadAnswer('status'));
+            return;
+          }
+          meter?.spent?.(performance.now() - started);
+          endpoint.answered(started);
+          const id = upstreamRequestId(proxyRes.headers);
+          if (id !== undefined) ctx.log.upstream_request_id = id;
+          try {
+            writeHead(ctx, status, answerHeaders(proxyRes, id, ctx.headers.includes('RateLimit-Policy')));
+          } catch (err) {
+            // A header value Node will not write (a control character): the answer is unusable.
+            proxyRes.destroy();
+            fail(errors.upstreamBadAnswer('protocol', err));
+            return;
+          }
+          settled = true;
+          proxyRes.setTimeout(config.body_timeout, () =>
+            proxyRes.destroy(Object.assign(new Error('body timeout'), { code: 'UND_ERR_BODY_TIMEOUT' })),
+          );
+          pipe(proxyRes, ctx).then(resolve, (err: unknown) => {
+            // Cut mid-body: the client's connection is cut too (a truncated answer never looks complete).
+            out.destroy();
+            reject(proxyRes.complete || signal.aborted ? err : endpoint.failed(err, signal));
+          });
+        },
+      };
+      inFlight.set(req, state);
+      signal.addEventListener('abort', onAbort, { once: true });
+      res.once('close', () => signal.removeEventListener('abort', onAbort));
+      const outgoing: Outgoing = { path, dropped: droppedHeaders(req, ctx.peerTrusted, headers) };
+      proxy.web(
+        req,
+        res,
+        {
+          headers,
+          // The base of the outgoing request's options: the agent reads it (below).
+          ssl: { [OUTGOING]: outgoing },
+          ...(body === undefined ? {} : { buffer: body.stream() }),
+        },
+        (err: Error) => {
+          if (signal.aborted) return;
+          fail(err);
+        },
+      );
+    });
+  }
 }
 
 /**

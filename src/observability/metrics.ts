@@ -3,12 +3,23 @@
  * rules and dashboards rely on them); labels carry only low-cardinality values, never paths, ids or tokens.
  */
 import client from 'prom-client';
+import { buildInfo } from './build.js';
+import { initialise } from './initial.js';
+import { latencyBuckets } from './labels.js';
+
+/** What the metrics are shaped by: the longest wait (`prefer.max_wait`, seconds) ends the latency buckets. */
+export interface MetricsOptions {
+  readonly maxWait?: number;
+}
 
 /** Creates the registry with the default process metrics and every gateway metric. */
-export function createMetrics() {
+export function createMetrics(options: MetricsOptions = {}) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const registers = [registry];
+  const buckets = latencyBuckets(options.maxWait ?? 300);
+  // What /readyz checks, by name (set by the app for the configuration serving).
+  let readiness: () => Record<string, boolean | string> = () => ({});
   // The open PostgreSQL pools (issue 6), each adding its counts; read at scrape time, so a pool
   // closed by a reload simply stops counting.
   const storePools = new Set<() => StorePoolCounts>();
@@ -23,7 +34,7 @@ export function createMetrics() {
     registers,
   });
   for (const result of ['ok', 'error']) tokenStoreReloads.inc({ result }, 0);
-  return {
+  const metrics = {
     registry,
     requestCounts,
     requests: new client.Counter({
@@ -56,7 +67,7 @@ export function createMetrics() {
       name: 'gateway_request_duration_seconds',
       help: 'Time from the request line to the end of the response, by operation.',
       labelNames: ['operation'] as const,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      buckets,
       registers,
     }),
     authFailures: new client.Counter({
@@ -91,12 +102,12 @@ export function createMetrics() {
       name: 'gateway_upstream_request_duration_seconds',
       help: 'Upstream request time, by backend.',
       labelNames: ['backend'] as const,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      buckets,
       registers,
     }),
     upstreamErrors: new client.Counter({
       name: 'gateway_upstream_errors_total',
-      help: 'Upstream failures, by backend and kind.',
+      help: 'Upstream failures, by backend and kind (its own faults: never a client gone or the request deadline).',
       labelNames: ['backend', 'kind'] as const,
       registers,
     }),
@@ -177,7 +188,49 @@ export function createMetrics() {
         for (const [state, value] of Object.entries(sum)) this.set({ state }, value);
       },
     }),
+    buildInfo: new client.Gauge({
+      name: 'gateway_build_info',
+      help: 'Always 1; the labels name the running version and Node.js.',
+      labelNames: ['version', 'node_version'] as const,
+      // Across cluster workers: taken once, never summed.
+      aggregator: 'first',
+      registers,
+    }),
+    configReloads: new client.Counter({
+      name: 'gateway_config_reloads_total',
+      help: 'Configuration reloads (SIGHUP), by result (ok, error: the old configuration stays).',
+      labelNames: ['result'] as const,
+      registers,
+    }),
+    configLastReloadSuccess: new client.Gauge({
+      name: 'gateway_config_last_reload_success_timestamp_seconds',
+      help: 'When the configuration serving now was loaded (start or last successful reload), Unix seconds.',
+      // Across cluster workers: the oldest, so a worker left behind shows.
+      aggregator: 'min',
+      registers,
+    }),
+    ready: new client.Gauge({
+      name: 'gateway_ready',
+      help: 'Each readiness check of /readyz: 1 ready, 0 not.',
+      labelNames: ['check'] as const,
+      // Across cluster workers: the least ready.
+      aggregator: 'min',
+      registers,
+      collect() {
+        this.reset();
+        for (const [check, ok] of Object.entries(readiness())) this.set({ check }, ok === true ? 1 : 0);
+      },
+    }),
+    /** Names what `gateway_ready` reports: the checks of the configuration serving. */
+    readiness(checks: () => Record<string, boolean | string>) {
+      readiness = checks;
+    },
   };
+  const build = buildInfo();
+  metrics.buildInfo.set({ version: build.version, node_version: build.node_version }, 1);
+  metrics.configLastReloadSuccess.setToCurrentTime();
+  initialise(metrics);
+  return metrics;
 }
 
 /** What one database pool reports to `gateway_store_pool_connections`. */
@@ -195,7 +248,7 @@ export interface TokenCounts {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-/** The `status_class` label of a status: `2xx` … `5xx`, or `aborted` when no answer was sent (0). */
+/** The `status_class` label of a status: `2xx` … `5xx` (`4xx` for 499, a client gone before its answer). */
 export function statusClass(status: number): string {
   return `${Math.floor(status / 100)}xx`;
 }

@@ -17,7 +17,7 @@ export function createPassthroughOperation(config: UpstreamConfig, deps: Upstrea
     permission: 'passthrough',
     handle(ctx) {
       const call = backendCall(ctx);
-      return relay.forward(ctx, call.request, call.signal);
+      return relay.forward(ctx, call.request, call.signal, call);
     },
     ready: () => relay.ready(),
     close: () => relay.close(),

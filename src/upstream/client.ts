@@ -8,7 +8,7 @@ import { type Dispatcher, Pool } from 'undici';
 import { errors } from '../errors.js';
 import { passedHeaders, readBounded, relayableStatus, UpstreamAnswer } from './answer.js';
 import type { UpstreamConfig } from './config.js';
-import { createEndpoint, type UpstreamDeps } from './endpoint.js';
+import { clientAttributes, createEndpoint, type UpstreamDeps } from './endpoint.js';
 import type { ForwardedRequest } from './forwarded.js';
 
 /** One request to send: what to forward, extra headers (`accept`), and the signal that stops it. */
@@ -16,6 +16,8 @@ export interface Outgoing {
   readonly request: ForwardedRequest;
   readonly headers?: Readonly<Record<string, string>>;
   readonly signal: AbortSignal;
+  /** Told how long the upstream took to answer (or fail): the request line's `upstream_ms`. */
+  readonly meter?: { spent?(ms: number): void };
 }
 
 /** An upstream's answer as it arrives: status, headers, and the body still streaming. */
@@ -39,6 +41,7 @@ export function createUpstreamClient(
   deps: UpstreamDeps,
 ): UpstreamClient {
   const endpoint = createEndpoint(config, name, deps);
+  const { tracing } = deps;
   const pool = new Pool(endpoint.url.origin, {
     connections: config.connections,
     connect: { timeout: config.connect_timeout },
@@ -47,11 +50,23 @@ export function createUpstreamClient(
   });
 
   return {
-    send({ request, headers: extra, signal }) {
+    send({ request, headers: extra, signal, meter }) {
       const target = endpoint.prefix + request.target;
       // An empty held body (a GET's) goes out as none at all.
       const held = request.body;
       const body = held === undefined || (!Buffer.isBuffer(held) && held.size === 0) ? undefined : held;
+      /** With tracing on, the request is a client span whose `traceparent` it carries. */
+      const traced = (headers: Record<string, string>): Promise<Arrived> => {
+        if (tracing === undefined) return go(headers);
+        const attributes = clientAttributes(endpoint.url, request.method, target, name);
+        return tracing.span(request.method, 'client', attributes, (span) => {
+          headers.traceparent = span.traceparent();
+          return go(headers).then((answer) => {
+            span.set({ 'http.response.status_code': answer.statusCode });
+            return answer;
+          });
+        });
+      };
       const go = (headers: Record<string, string>): Promise<Arrived> => {
         if (extra !== undefined) Object.assign(headers, extra);
         if (request.contentType !== undefined) headers['content-type'] = request.contentType;
@@ -68,6 +83,7 @@ export function createUpstreamClient(
           })
           .then(
             (answer) => {
+              meter?.spent?.(performance.now() - started);
               if (!relayableStatus(answer.statusCode)) {
                 // Not awaited: the 502 goes out at once, and the connection is released (or cut) after.
                 answer.body.dump().catch(() => undefined);
@@ -77,12 +93,13 @@ export function createUpstreamClient(
               return answer;
             },
             (err: unknown) => {
+              meter?.spent?.(performance.now() - started);
               throw endpoint.failed(err, signal, started);
             },
           );
       };
       const headers = endpoint.headers(request, target, body);
-      return headers instanceof Promise ? headers.then(go) : go(headers);
+      return headers instanceof Promise ? headers.then(traced) : traced(headers);
     },
     async read(answer, limit, signal) {
       try {

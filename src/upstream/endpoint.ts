@@ -10,6 +10,7 @@ import { errors as undici } from 'undici';
 import { errors, GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { SpanAttributes, Tracing } from '../observability/tracing/tracing.js';
 import { formatRequestDate } from '../signing/request-date.js';
 import { RequestKeys } from '../signing/request-keys.js';
 import type { UpstreamConfig } from './config.js';
@@ -19,6 +20,23 @@ import { probeReachability } from './probe.js';
 export interface UpstreamDeps {
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** Traces each request as a client span and sends its `traceparent`; absent when tracing is off. */
+  readonly tracing?: Tracing;
+}
+
+/**
+ * The client span's attributes of a request to `url` for `target` (HTTP semantic conventions; the
+ * URL without its query, never a credential).
+ */
+export function clientAttributes(url: URL, method: string, target: string, backend: string): SpanAttributes {
+  const q = target.indexOf('?');
+  return {
+    'http.request.method': method,
+    'server.address': url.hostname,
+    'server.port': Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+    'url.full': `${url.origin}${q === -1 ? target : target.slice(0, q)}`,
+    'gateway.backend': backend,
+  };
 }
 
 export interface UpstreamEndpoint {
@@ -41,8 +59,9 @@ export interface UpstreamEndpoint {
   /** Records an answer's arrival (`started`: `performance.now()` when the request went out). */
   answered(started: number): void;
   /**
-   * The catalogue error for a failure of a request under `signal`, counted by kind: the signal's
-   * own reason when it fired (the client's deadline, or the client gone), else 502 or 504. A failure
+   * The catalogue error for a failure of a request under `signal`: the signal's own reason when it
+   * fired (the client's deadline, or the client gone; not counted as an upstream error), else 502 or
+   * 504, counted by kind. A failure
    * to reach the upstream marks it not ready.
    */
   failed(err: unknown, signal: AbortSignal, started?: number): unknown;
@@ -110,10 +129,8 @@ export function createEndpoint(config: UpstreamConfig, name: string, deps: Upstr
     },
     failed(err, signal, started) {
       if (started !== undefined) observe(started);
-      if (signal.aborted) {
-        metrics.upstreamErrors.inc({ backend: name, kind: 'aborted' });
-        return signal.reason ?? err;
-      }
+      // The client went away or its own deadline fired: not a fault of the upstream, not counted.
+      if (signal.aborted) return signal.reason ?? err;
       const kind = err instanceof GatewayError ? (err.reason ?? 'other') : kindOf(err);
       metrics.upstreamErrors.inc({ backend: name, kind });
       if (kind === 'connect' || kind === 'dns' || kind === 'connect_timeout') reachability.mark(false, kind);

@@ -414,7 +414,12 @@ backends:
   asset_group_tags: { type: local, path: a.json }`,
     t.testdir(),
   );
-  const authenticate = createAuthenticate({ ...config, metrics: createMetrics(), tmpDir: t.testdir() });
+  const authenticate = createAuthenticate({
+    auth: config.auth,
+    server: config.server,
+    metrics: createMetrics(),
+    tmpDir: t.testdir(),
+  });
   const authorization = `Bearer ${await jwt({ sub: 'carol' })}`;
   const req = Object.assign(Readable.from([Buffer.from('abc')]), {
     method: 'PATCH',

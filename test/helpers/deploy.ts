@@ -103,9 +103,17 @@ export function dashboardExpressions(): Expression[] {
   return out;
 }
 
+/** The gateway configuration that kustomization.yaml's configMapGenerator turns into the ConfigMap. */
+export const CONFIG_FILE = path.join(K8S, 'gateway.yaml');
+
+/** The YAML files of deploy/ that hold Kubernetes objects (not the generator's gateway.yaml). */
+export function objectFiles(dir: string): string[] {
+  return filesUnder(dir, /\.ya?ml$/).filter((f) => f !== CONFIG_FILE);
+}
+
 /** The manifests of deploy/kubernetes by kind (and name where a kind repeats). */
 export function manifests() {
-  const docs = filesUnder(K8S, /\.ya?ml$/).flatMap(docsOf);
+  const docs = objectFiles(K8S).flatMap(docsOf);
   const one = (kind: string, name?: string) => {
     const found = docs.filter((d) => d.kind === kind && (name === undefined || d.metadata.name === name));
     if (found.length !== 1) throw new Error(`expected one ${kind} ${name ?? ''}, found ${found.length}`);

@@ -4,7 +4,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import t from 'tap';
-import { call, multipart, signed, startGateway } from '../helpers/gateway.js';
+import { call, multipart, rawRequest, signed, startGateway } from '../helpers/gateway.js';
 import { startUpstream, upstreamBackend } from '../helpers/upstream.js';
 import { until } from '../helpers/wait.js';
 
@@ -77,4 +77,74 @@ t.test('a client gone before its answer is logged and counted as 499, and in cli
   t.equal(await sample(gw.adminUrl, /^gateway_requests_in_flight /), 0);
   await until(() => stub.seen[0]?.aborted === true);
   t.pass('the upstream request was aborted with it');
+  const text = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+  t.notMatch(text, /^gateway_upstream_errors_total\{/m, 'a client gone is no upstream error');
+});
+
+t.test('requests refused by the parser get a full line: duration, method, path, client', async (t) => {
+  const gw = await startGateway({ server: { max_header_size: 2048 } });
+  t.teardown(() => gw.close());
+  const big = await rawRequest(
+    gw,
+    `GET ${MEMBER}?q=secret HTTP/1.1\r\nHost: x\r\nUser-Agent: probe/1\r\nX-Big: ${'a'.repeat(4096)}\r\n\r\n`,
+  );
+  t.match(big, /^HTTP\/1\.1 431 /);
+  await until(() => gw.logs.some((l) => l.msg === 'request' && l.status === 431));
+  const line = gw.logs.find((l) => l.msg === 'request' && l.status === 431);
+  t.match(line, {
+    operation: 'unmatched',
+    method: 'GET',
+    path: MEMBER,
+    client: '127.0.0.1',
+    bytes_in: 0,
+    user_agent: 'probe/1',
+  });
+  t.equal(typeof line?.duration_ms, 'number');
+  t.ok((line?.bytes_out as number) > 0 && big.endsWith('}'), 'the envelope bytes');
+  t.notMatch(JSON.stringify(line), /secret/, 'never the query');
+
+  const garbage = await rawRequest(gw, 'GARBAGE\r\n\r\n');
+  t.match(garbage, /^HTTP\/1\.1 400 /);
+  await until(() => gw.logs.some((l) => l.msg === 'request' && l.status === 400));
+  const refused = gw.logs.find((l) => l.msg === 'request' && l.status === 400);
+  t.match(refused, { method: null, path: null, client: '127.0.0.1', duration_ms: Number });
+  const text = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+  t.match(
+    text,
+    /gateway_requests_total\{operation="unmatched",method="GET",status_class="4xx",code="431"\} 1/,
+  );
+  t.match(
+    text,
+    /gateway_requests_total\{operation="unmatched",method="OTHER",status_class="4xx",code="400"\} 1/,
+  );
+});
+
+t.test('upstream_ms names the time a backend call was out, only when one went out', async (t) => {
+  const stub = await startUpstream();
+  const gw = await startGateway({ backends: { asset_group_tags: upstreamBackend(stub) } });
+  t.teardown(async () => {
+    await gw.close();
+    await stub.close();
+  });
+  const res = await call(gw, { method: 'GET', target: MEMBER });
+  t.equal(res.status, 200);
+  await until(() => gw.logs.some((l) => l.msg === 'request'));
+  const line = gw.logs.find((l) => l.request_id === res.headers.requestid);
+  t.equal(typeof line?.upstream_ms, 'number');
+  t.ok((line?.upstream_ms as number) <= (line?.duration_ms as number));
+  // A checksum fetched through the cache (a miss) counts for the request that started it.
+  const viaCache = await startGateway({ backends: { collectors: upstreamBackend(stub) } });
+  t.teardown(() => viaCache.close());
+  const fetched = await call(viaCache, {
+    method: 'GET',
+    target: '/api/v2/collectors/sharphound/v2.0.0/checksum',
+  });
+  t.equal(fetched.status, 200);
+  await until(() => viaCache.logs.some((l) => l.request_id === fetched.headers.requestid));
+  const cached = viaCache.logs.find((l) => l.request_id === fetched.headers.requestid);
+  t.equal(typeof cached?.upstream_ms, 'number', 'a cache miss fetched upstream');
+  const local = await call(gw, { method: 'GET', target: '/api/v2/collectors/sharphound/latest/checksum' });
+  t.equal(local.status, 200);
+  await until(() => gw.logs.some((l) => l.request_id === local.headers.requestid));
+  t.notOk('upstream_ms' in gw.logs.find((l) => l.request_id === local.headers.requestid)!, 'local: none');
 });

@@ -57,10 +57,9 @@ export const postgresAssetGroupTags: BackendType<PostgresConfig, AssetGroupTagsB
 /** The backend on `db`; nothing is read until a request comes. */
 export function createPostgresAssetGroupTags(db: PostgresPool): AssetGroupTagsBackend {
   return {
-    async getMember(tagId, memberId, { signal }): Promise<MemberWithSelectors | undefined> {
-      const started = performance.now();
-      try {
-        const [row] = await db.query<Row>(MEMBER_QUERY, [tagId, memberId], signal);
+    getMember(tagId, memberId, call): Promise<MemberWithSelectors | undefined> {
+      return db.timed('asset_group_tags.get_member', call, async () => {
+        const [row] = await db.query<Row>(MEMBER_QUERY, [tagId, memberId], call.signal);
         if (!row?.selectors) return undefined;
         return {
           id: row.id,
@@ -72,9 +71,7 @@ export function createPostgresAssetGroupTags(db: PostgresPool): AssetGroupTagsBa
           source: Number(row.source),
           selectors: row.selectors,
         };
-      } finally {
-        db.observe('asset_group_tags.get_member', started);
-      }
+      });
     },
     // The pool is shared and closed by its owner (backends/index.ts).
     async close() {},

@@ -16,8 +16,10 @@ export const upstreamAssetGroupTags: BackendType<
   async open(config, deps) {
     const client = createUpstreamClient(config, deps.name, deps);
     return {
-      async getMember(_tagId, _memberId, { request, signal }) {
-        const answer = await client.send({ request, headers: { accept: 'application/json' }, signal });
+      async getMember(_tagId, _memberId, call) {
+        const { request, signal } = call;
+        const headers = { accept: 'application/json' };
+        const answer = await client.send({ request, headers, signal, meter: call });
         return client.relayed(answer);
       },
       ready: () => client.ready(),

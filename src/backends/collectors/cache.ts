@@ -180,7 +180,11 @@ export function createChecksumCache<B extends CollectorsBackend>(inner: B, optio
     const key = `${scope}${type}/${release}`;
     const request = sharedRequest(type, release, call);
     const outcome = await join(key, call.signal, async (own) => {
-      const found = await inner.getChecksum(type, release, { signal: own, request });
+      const found = await inner.getChecksum(type, release, {
+        signal: own,
+        request,
+        spent: (ms) => call.spent?.(ms),
+      });
       if (isFile(found)) keep(scope, type, found);
       return { found, stale: false };
     });
@@ -196,7 +200,11 @@ export function createChecksumCache<B extends CollectorsBackend>(inner: B, optio
     const outcome = await join(`${scope}${type}/latest`, call.signal, async (own) => {
       let found: Found;
       try {
-        found = await inner.getChecksum(type, 'latest', { signal: own, request });
+        found = await inner.getChecksum(type, 'latest', {
+          signal: own,
+          request,
+          spent: (ms) => call.spent?.(ms),
+        });
       } catch (err) {
         if (own.aborted || resolved === undefined) throw err;
         return stale(latestKey, resolved.file);

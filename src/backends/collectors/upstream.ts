@@ -23,11 +23,13 @@ export const upstreamCollectors: BackendType<UpstreamConfig & { type: 'upstream'
     return {
       // The client's own credentials decide what it may read: nothing is shared across identities.
       perIdentity: config.auth.type === 'client',
-      async getChecksum(type, release, { request, signal }) {
+      async getChecksum(type, release, call) {
+        const { request, signal } = call;
         const answer = await client.send({
           request,
           headers: { accept: 'application/octet-stream' },
           signal,
+          meter: call,
         });
         const status = answer.statusCode;
         if (status !== 200) {

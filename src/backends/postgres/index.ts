@@ -12,6 +12,8 @@
  * until a connection succeeds again; a busy pool does not. A connection lost under a statement
  * costs its request a 503 and starts a check at once, which decides whether the database is away.
  */
+import type { BackendCall } from '../call.js';
+import type { SpanAttributes, Tracing } from '../../observability/tracing/tracing.js';
 import pg from 'pg';
 import type { QueryResultRow } from 'pg';
 import { errors } from '../../errors.js';
@@ -36,8 +38,12 @@ export interface PostgresPool {
   ): Promise<R[]>;
   /** `work` in one transaction whose `COMMIT` is the one commit point (see `session.ts`). */
   transaction<T>(signal: AbortSignal, work: (query: Query) => Promise<T>): Promise<T>;
-  /** Records a store operation's duration in `gateway_store_operation_duration_seconds`. */
-  observe(operation: string, started: number): void;
+  /**
+   * Runs the store operation `operation` (`asset_group_tags.get_member`, …) for `call`: its duration
+   * goes to `gateway_store_operation_duration_seconds` and the request line's `upstream_ms`, and,
+   * with tracing on, it is a client span of the request.
+   */
+  timed<T>(operation: string, call: Pick<BackendCall, 'spent'>, work: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -51,8 +57,10 @@ export const sqlTimestamp = (column: string) =>
 /** Opens the pool for `config`; migrates (or checks) the schema unless the database is down. */
 export async function openPostgres(
   config: PostgresConfig,
-  deps: { readonly logger: Logger; readonly metrics: Metrics },
+  deps: { readonly logger: Logger; readonly metrics: Metrics; readonly tracing?: Tracing },
 ): Promise<PostgresPool> {
+  const { tracing } = deps;
+  const spanAttributes = tracing && databaseAttributes(config.url);
   const log = deps.logger.child({ component: 'postgres' });
   const pool = new pg.Pool({
     connectionString: config.url,
@@ -207,11 +215,18 @@ export async function openPostgres(
       usable();
       return session.transaction(signal, work);
     },
-    observe(operation, started) {
-      deps.metrics.storeDuration.observe(
-        { backend: 'postgres', operation },
-        (performance.now() - started) / 1000,
-      );
+    timed(operation, call, work) {
+      const started = performance.now();
+      const done = () => {
+        const ms = performance.now() - started;
+        deps.metrics.storeDuration.observe({ backend: 'postgres', operation }, ms / 1000);
+        call.spent?.(ms);
+      };
+      const running =
+        tracing === undefined
+          ? work()
+          : tracing.span(operation, 'client', { ...spanAttributes, 'db.operation.name': operation }, work);
+      return running.finally(done);
     },
     async close() {
       if (closed) return;
@@ -223,4 +238,19 @@ export async function openPostgres(
       await pool.end();
     },
   };
+}
+
+/** The database's span attributes (semantic conventions): system, server and database name, never the credentials. */
+function databaseAttributes(url: string): SpanAttributes {
+  try {
+    const u = new URL(url);
+    return {
+      'db.system.name': 'postgresql',
+      'server.address': u.hostname || undefined,
+      'server.port': Number(u.port) || 5432,
+      'db.namespace': decodeURIComponent(u.pathname.slice(1)) || undefined,
+    };
+  } catch {
+    return { 'db.system.name': 'postgresql' };
+  }
 }

@@ -4,6 +4,7 @@
  * apply one after the other and never lose one another; `COMMIT` is the one commit point.
  */
 import type { BackendType } from '../backend-type.js';
+import type { BackendCall } from '../call.js';
 import { type PostgresConfig, postgresBackendShape } from '../postgres/config.js';
 import { type PostgresPool, type Query, sqlTimestamp } from '../postgres/index.js';
 import type { SsoProvider, SsoProviderPatch, SsoProviderUpdate, SsoProvidersStore } from './backend.js';
@@ -74,31 +75,27 @@ export const postgresSsoProviders: BackendType<PostgresConfig, SsoProvidersStore
 
 /** The backend on `db`; nothing is read until a request comes. */
 export function createPostgresSsoProviders(db: PostgresPool): SsoProvidersStore {
-  const timed = async <T>(operation: string, work: () => Promise<T>): Promise<T> => {
-    const started = performance.now();
-    try {
-      return await work();
-    } finally {
-      db.observe(`sso_providers.${operation}`, started);
-    }
-  };
+  const timed = <T>(operation: string, call: BackendCall, work: () => Promise<T>): Promise<T> =>
+    db.timed(`sso_providers.${operation}`, call, work);
 
   return {
-    get: (ssoProviderId, { signal }) =>
-      timed('get', async () => {
+    get: (ssoProviderId, call) =>
+      timed('get', call, async () => {
+        const { signal } = call;
         const [row] = await db.query<Row>(GET, [ssoProviderId], signal);
         return row && toWire(row);
       }),
 
-    roleExists: (roleId, { signal }) =>
-      timed('role_exists', async () => {
+    roleExists: (roleId, call) =>
+      timed('role_exists', call, async () => {
+        const { signal } = call;
         if (!Number.isInteger(roleId) || roleId < 1 || roleId > MAX_ID) return false;
         const [row] = await db.query<{ ok: boolean }>(ROLE_EXISTS, [roleId], signal);
         return row?.ok === true;
       }),
 
-    update: (ssoProviderId, patch, { signal }) =>
-      timed('update', () => db.transaction(signal, (query) => apply(query, ssoProviderId, patch))),
+    update: (ssoProviderId, patch, call) =>
+      timed('update', call, () => db.transaction(call.signal, (query) => apply(query, ssoProviderId, patch))),
 
     // The pool is shared and closed by its owner (backends/index.ts).
     async close() {},

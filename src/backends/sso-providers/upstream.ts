@@ -19,8 +19,10 @@ export const upstreamSsoProviders: BackendType<UpstreamConfig & { type: 'upstrea
       get: async () => undefined,
       exists: async () => true,
       roleExists: async () => true,
-      async update(_id, _patch, { request, signal }) {
-        const answer = await client.send({ request, headers: { accept: 'application/json' }, signal });
+      async update(_id, _patch, call) {
+        const { request, signal } = call;
+        const headers = { accept: 'application/json' };
+        const answer = await client.send({ request, headers, signal, meter: call });
         return client.relayed(answer);
       },
       ready: () => client.ready(),

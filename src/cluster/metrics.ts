@@ -1,0 +1,39 @@
+/**
+ * What the cluster primary's `/metrics` serves (contract §6): the workers' registries aggregated as
+ * each metric declares (counters and histograms summed; build info, readiness, timestamps and token
+ * counts taken once), beside the primary's own registry: its `process_start_time_seconds` (a
+ * worker's start time summed would be meaningless, and without it `GatewayAbsent` fires for ever)
+ * and `gateway_worker_restarts_total`.
+ */
+import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
+import type { WorkerMetrics } from './rpc.js';
+
+/** The primary's own metrics and the aggregation of its workers'. */
+export interface PrimaryMetrics {
+  /** Counts a worker replaced after it died. */
+  restarted(): void;
+  /** The Prometheus text of the workers' `answers` (those that answered) and the primary's registry. */
+  text(answers: WorkerMetrics[]): Promise<string>;
+}
+
+/** The primary's registry. */
+export function createPrimaryMetrics(): PrimaryMetrics {
+  const registry = new Registry();
+  const start = new Gauge({
+    name: 'process_start_time_seconds',
+    help: 'Start time of the process since unix epoch in seconds.',
+    registers: [registry],
+  });
+  // As prom-client's own default metric computes it.
+  start.set(Math.round(Date.now() / 1000 - process.uptime()));
+  const restarts = new Counter({
+    name: 'gateway_worker_restarts_total',
+    help: 'Workers that died and were replaced by the primary.',
+    registers: [registry],
+  });
+  restarts.inc(0);
+  return {
+    restarted: () => restarts.inc(),
+    text: (answers) => Registry.merge([AggregatorRegistry.aggregate(answers), registry]).metrics(),
+  };
+}

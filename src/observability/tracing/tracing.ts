@@ -1,0 +1,60 @@
+/**
+ * The seam between the gateway and OpenTelemetry (contract §10). The request path knows only these
+ * interfaces; the SDK is imported (dynamically) only when `tracing` is configured, so a gateway
+ * without it loads none of it and pays one `undefined` check per request.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { TracingConfig } from '../../config/tracing.js';
+import type { Logger } from '../logger.js';
+
+/** Span attribute values: HTTP semantic-convention names, never credentials or query strings. */
+export type SpanAttributes = Record<string, string | number | boolean | undefined>;
+
+/** What a child span's work may do with its span. */
+export interface SpanHandle {
+  /** The W3C `traceparent` naming this span: what an outgoing request carries. */
+  traceparent(): string;
+  /** Adds attributes (a response status, …). */
+  set(attributes: SpanAttributes): void;
+}
+
+/** The server span of one request. */
+export interface RequestTrace {
+  /** The trace's id (32 hex digits): the request line's `trace_id`. */
+  readonly traceId: string;
+  /** Runs `work` with this span active: the child spans started under it (even later, awaited) are its. */
+  run<T>(work: () => T): T;
+  /** Ends the span with what the answer was (`client`: the address behind the trusted proxies). */
+  end(answer: { status: number; operation: string; client: string }): void;
+}
+
+export interface Tracing {
+  /** Starts the server span of `req`, continuing its `traceparent` when it has a valid one. */
+  request(req: IncomingMessage): RequestTrace;
+  /**
+   * Runs `work` in a child span `name` of the span active now (a root span when none is). The span
+   * ends when `work`'s promise settles (or at once when it returns no promise); a rejection marks it
+   * failed with its error's kind.
+   */
+  span<T>(
+    name: string,
+    kind: 'internal' | 'client',
+    attributes: SpanAttributes,
+    work: (span: SpanHandle) => T,
+  ): T;
+  /** Sends the spans still held and stops. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * The tracing of `config`, or undefined when it is off. The SDK is imported here, on first use,
+ * and only when tracing is configured.
+ */
+export async function loadTracing(
+  config: TracingConfig | undefined,
+  logger: Logger,
+): Promise<Tracing | undefined> {
+  if (config === undefined) return undefined;
+  const { createOtelTracing } = await import('./otel.js');
+  return createOtelTracing(config, logger);
+}
