@@ -4,17 +4,21 @@
  * aggregated and their readiness combined, and relays SIGTERM/SIGINT (drain) and SIGHUP (reload).
  */
 import cluster from 'node:cluster';
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { AggregatorRegistry, Registry } from 'prom-client';
 import { ConfigError, loadConfigFile, valueAt } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { listenOn } from '../http/listen.js';
+import { openListenerTls, type ListenerTls } from '../tls/listener.js';
+import { listenerServer } from '../tls/listeners.js';
+import { tlsMetrics } from '../tls/metrics.js';
+import { ticketKeys, ticketSecret } from '../tls/tickets.js';
 import { createAdminHandler } from '../observability/admin.js';
 import { createLogger, flushLogs } from '../observability/logger.js';
 import { createPool } from './pool.js';
 import { createAsker, type WorkerMetrics } from './rpc.js';
+import { serveTicketSecret } from './tickets.js';
 
 /** How many processes serve the API: `auto` is one per core the process may use. */
 export function workerCount(workers: Config['server']['workers']): number {
@@ -39,11 +43,29 @@ export async function runPrimary(file: string, config: Config, count: number): P
   cluster.setupPrimary({ serialization: 'advanced' });
   const asker = createAsker(ASK_TIMEOUT);
   const pool = createPool(count, logger);
+  // The primary's own series (the admin listener's TLS), exported beside the workers' aggregate.
+  const own = new Registry();
+  const ownTls = tlsMetrics(own);
+  const secret = ticketSecret();
+  let adminTls: ListenerTls | undefined;
+  try {
+    adminTls =
+      config.admin.tls &&
+      openListenerTls(config.admin.tls, { at: 'admin.tls', listener: 'admin' }, ticketKeys(secret), {
+        logger,
+        metrics: ownTls,
+      });
+  } catch (err) {
+    process.stderr.write(`gateway: ${(err as Error).message}\n`);
+    return 1;
+  }
+  const stopServing = serveTicketSecret(secret);
 
   const metrics = async () => {
     const workers = pool.listening();
     const answers = await Promise.all(workers.map((w) => asker.ask(w, 'metrics')));
     const present = answers.filter((a): a is WorkerMetrics => a !== undefined);
+    present.push((await own.getMetricsAsJSON()) as WorkerMetrics);
     return AggregatorRegistry.aggregate(present).metrics();
   };
   const ready = async () => {
@@ -53,12 +75,16 @@ export async function runPrimary(file: string, config: Config, count: number): P
     const answers = await Promise.all(workers.map((w) => asker.ask(w, 'ready')));
     return !draining && answers.includes(true) && !answers.includes(false);
   };
-  const admin = createServer(
+  const admin = listenerServer(
+    adminTls,
+    {},
     createAdminHandler({ registry: { contentType: Registry.PROMETHEUS_CONTENT_TYPE, metrics } }, ready),
   );
   try {
     await listenOn(admin, config.admin.host, config.admin.port);
   } catch (err) {
+    adminTls?.close();
+    stopServing();
     process.stderr.write(`gateway: ${(err as Error).message}\n`);
     return 1;
   }
@@ -69,6 +95,8 @@ export async function runPrimary(file: string, config: Config, count: number): P
       if (!failed) logger.info({ signal }, 'draining');
       pool.stop(signal, grace + STOP_MARGIN).then((clean) => {
         asker.close();
+        stopServing();
+        adminTls?.close();
         admin.close();
         admin.closeAllConnections();
         logger.info('stopped');
@@ -95,8 +123,10 @@ export async function runPrimary(file: string, config: Config, count: number): P
         const next = loadConfigFile(file);
         logger.level = next.logging.level;
         grace = next.server.shutdown_grace;
-        const keys = PRIMARY_KEYS.filter((key) => valueAt(config, key) !== valueAt(next, key));
+        const keys: string[] = PRIMARY_KEYS.filter((key) => valueAt(config, key) !== valueAt(next, key));
+        if ((adminTls === undefined) !== (next.admin.tls === undefined)) keys.push('admin.tls');
         if (keys.length > 0) logger.warn({ keys }, 'these keys change only on restart');
+        if (adminTls && next.admin.tls) void adminTls.reload(next.admin.tls);
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
       }

@@ -3,6 +3,7 @@
  * rules and dashboards rely on them); labels carry only low-cardinality values, never paths, ids or tokens.
  */
 import client from 'prom-client';
+import { tlsMetrics } from '../tls/metrics.js';
 
 /** Creates the registry with the default process metrics and every gateway metric. */
 export function createMetrics() {
@@ -25,6 +26,8 @@ export function createMetrics() {
   for (const result of ['ok', 'error']) tokenStoreReloads.inc({ result }, 0);
   return {
     registry,
+    /** The TLS metrics, registered on first use (only where TLS is on). */
+    tls: tlsMetrics(registry),
     requestCounts,
     requests: new client.Counter({
       name: 'gateway_requests_total',

@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { type Dispatcher, Pool } from 'undici';
 import { errors } from '../errors.js';
+import { openUpstreamTls, upstreamTlsKey } from '../tls/upstream.js';
 import { passedHeaders, readBounded, relayableStatus, UpstreamAnswer } from './answer.js';
 import type { UpstreamConfig } from './config.js';
 import { createEndpoint, type UpstreamDeps } from './endpoint.js';
@@ -38,10 +39,13 @@ export function createUpstreamClient(
   name: string,
   deps: UpstreamDeps,
 ): UpstreamClient {
+  const tls =
+    config.tls &&
+    openUpstreamTls(config.tls, upstreamTlsKey(name), { logger: deps.logger, metrics: deps.metrics.tls });
   const endpoint = createEndpoint(config, name, deps);
   const pool = new Pool(endpoint.url.origin, {
     connections: config.connections,
-    connect: { timeout: config.connect_timeout },
+    connect: tls ? tls.connector(config.connect_timeout) : { timeout: config.connect_timeout },
     headersTimeout: config.headers_timeout,
     bodyTimeout: config.body_timeout,
   });
@@ -95,6 +99,7 @@ export function createUpstreamClient(
     ready: () => endpoint.ready(),
     async close() {
       endpoint.close();
+      tls?.close();
       await pool.close().catch(() => pool.destroy());
     },
   };
