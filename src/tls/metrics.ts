@@ -26,16 +26,21 @@ export function tlsMetrics(registry: Registry): { get(): TlsMetrics } {
         registers,
       });
       for (const result of ['ok', 'error']) reloads.inc({ result }, 0);
+      let notAfter: client.Gauge<'listener'> | undefined;
       made = {
         reloads,
-        notAfter: new client.Gauge({
-          name: 'gateway_tls_certificate_not_after_timestamp_seconds',
-          help: "When the listener's serving certificate expires (seconds since the epoch), by listener (api, admin).",
-          labelNames: ['listener'] as const,
-          // Across cluster workers, the earliest: a worker still serving an old certificate shows.
-          aggregator: 'min',
-          registers,
-        }),
+        // Only where a listener has TLS (an upstream's TLS alone makes no expiry series).
+        get notAfter() {
+          notAfter ??= new client.Gauge({
+            name: 'gateway_tls_certificate_not_after_timestamp_seconds',
+            help: "When the listener's serving certificate expires (seconds since the epoch), by listener (api, admin).",
+            labelNames: ['listener'] as const,
+            // Across cluster workers, the earliest: a worker still serving an old certificate shows.
+            aggregator: 'min',
+            registers,
+          });
+          return notAfter;
+        },
       };
       return made;
     },
