@@ -117,11 +117,25 @@ export function tlsFiles(config: Record<string, unknown>): Array<{ at: string; f
 export function tlsWarnings(config: {
   server: { tls?: ServerTlsConfig | undefined };
   auth: { client_certificates: readonly unknown[] };
+  backends: Record<string, unknown>;
+  passthrough?: unknown;
 }): string[] {
+  const warnings: string[] = [];
   const clientAuth = config.server.tls?.client_auth ?? 'none';
-  return config.auth.client_certificates.length > 0 && clientAuth === 'none'
-    ? [
-        'auth.client_certificates: no listener asks for client certificates (set server.tls.client_auth to optional or require)',
-      ]
-    : [];
+  if (config.auth.client_certificates.length > 0 && clientAuth === 'none') {
+    warnings.push(
+      'auth.client_certificates: no listener asks for client certificates (set server.tls.client_auth to optional or require)',
+    );
+  }
+  const upstreams: Array<[string, unknown]> = [
+    ...Object.entries(config.backends).map(([name, b]): [string, unknown] => [`backends.${name}`, b]),
+    ['passthrough', config.passthrough],
+  ];
+  for (const [at, upstream] of upstreams) {
+    const u = upstream as { url?: unknown; tls?: unknown } | undefined;
+    if (u?.tls !== undefined && typeof u.url === 'string' && u.url.startsWith('http://')) {
+      warnings.push(`${at}.tls: has no effect on an http:// url (use https://)`);
+    }
+  }
+  return warnings;
 }

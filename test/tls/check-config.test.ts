@@ -94,10 +94,15 @@ passthrough: { url: "https://127.0.0.1:1", auth: { type: bearer, token: x }, tls
 );
 
 t.test('client certificates without a listener asking for them: a warning', async (t) => {
-  const file = write('warn.yaml', `auth: { client_certificates: [ { match: { cn: c }, subject: y } ] }`);
+  const file = write(
+    'warn.yaml',
+    `auth: { client_certificates: [ { match: { cn: c }, subject: y } ] }
+passthrough: { url: "http://127.0.0.1:1", auth: { type: bearer, token: x }, tls: { servername: svc } }`,
+  );
   const r = gateway('check-config', file);
   t.equal(r.status, 0);
   t.match(r.stderr, /warning: auth\.client_certificates: no listener asks for client certificates/);
+  t.match(r.stderr, /warning: passthrough\.tls: has no effect on an http:\/\/ url/);
 });
 
 t.test('the gateway does not start on an expired certificate (exit 1, naming the key)', async (t) => {
