@@ -11,6 +11,7 @@ import { ConfigError, loadConfigFile, valueAt } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { listenOn } from '../http/listen.js';
 import { openListenerTls, type ListenerTls } from '../tls/listener.js';
+import { loadListener } from '../tls/material.js';
 import { listenerServer } from '../tls/listeners.js';
 import { tlsMetrics } from '../tls/metrics.js';
 import { ticketKeys, ticketSecret } from '../tls/tickets.js';
@@ -49,6 +50,8 @@ export async function runPrimary(file: string, config: Config, count: number): P
   const secret = ticketSecret();
   let adminTls: ListenerTls | undefined;
   try {
+    // The workers load server.tls; checked here first, so that a bad file stops the start at once.
+    if (config.server.tls) loadListener(config.server.tls, 'server.tls');
     adminTls =
       config.admin.tls &&
       openListenerTls(config.admin.tls, { at: 'admin.tls', listener: 'admin' }, ticketKeys(secret), {

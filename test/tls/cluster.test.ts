@@ -7,7 +7,12 @@ import { connect, type TLSSocket } from 'node:tls';
 import t, { type Test } from 'tap';
 import { stringify } from 'yaml';
 import { baseConfig, copySampleData, merge } from '../helpers/gateway.js';
-import { type ListeningGateway, startGatewayProcess, stopGatewayProcess } from '../helpers/process.js';
+import {
+  type ListeningGateway,
+  spawnGateway,
+  startGatewayProcess,
+  stopGatewayProcess,
+} from '../helpers/process.js';
 import { httpsRequest, Pki, SecretMount, servedCertificate } from '../helpers/tls.js';
 import { until } from '../helpers/wait.js';
 
@@ -130,3 +135,22 @@ t.test(
     t.equal((await servedCertificate(gw.port, trust)).cn, 'second');
   },
 );
+
+t.test('with workers, an expired certificate stops the start (exit 1, naming the key)', async (t) => {
+  const dir = copySampleData();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const expired = ca.issue('c-expired', { cn: 'expired', san: ['DNS:localhost'], days: -1 });
+  const config = merge(baseConfig(), {
+    server: { workers: 2, tls: { cert: expired.cert, key: expired.key } },
+  });
+  (config.backends as Record<string, unknown>).sso_providers = {
+    type: 'upstream',
+    url: 'http://127.0.0.1:1',
+    auth: { type: 'bearer', token: 'x' },
+  };
+  const file = path.join(dir, 'gateway.yaml');
+  writeFileSync(file, stringify(config));
+  const proc = spawnGateway(file);
+  t.equal(await proc.exited, 1);
+  t.match(proc.stderr(), /server\.tls\.cert: the certificate expired/);
+});
