@@ -74,6 +74,17 @@ function checkPair(at: string, certPem: Buffer, keyPem: Buffer, now: number): nu
   return notAfter;
 }
 
+/** A CA file's bytes, checked to hold a PEM certificate (Node would ignore anything else silently). */
+function readCa(at: string, file: string): Buffer {
+  const pem = read(at, file);
+  try {
+    new X509Certificate(pem);
+  } catch {
+    throw new TlsLoadError(`${at}: is not a PEM certificate`);
+  }
+  return pem;
+}
+
 /** Builds a secure context once to catch what the checks above do not (a malformed CA or CRL). */
 function tryContext(at: string, options: SecureContextOptions): void {
   try {
@@ -94,7 +105,7 @@ export function loadListener(
   const cert = read(`${at}.cert`, config.cert);
   const key = read(`${at}.key`, config.key);
   const client = 'client_auth' in config && config.client_auth !== 'none' ? config : undefined;
-  const ca = client?.client_ca === undefined ? undefined : read(`${at}.client_ca`, client.client_ca);
+  const ca = client?.client_ca === undefined ? undefined : readCa(`${at}.client_ca`, client.client_ca);
   const crl = client?.client_crl === undefined ? undefined : read(`${at}.client_crl`, client.client_crl);
   const notAfter = checkPair(at, cert, key, now);
   const options: SecureContextOptions = {
@@ -114,7 +125,7 @@ export function loadListener(
 
 /** Loads an upstream's `tls` block (named by `at`). Throws `TlsLoadError`. */
 export function loadUpstream(config: UpstreamTlsConfig, at: string, now = Date.now()): UpstreamMaterial {
-  const ca = config.ca === undefined ? undefined : read(`${at}.ca`, config.ca);
+  const ca = config.ca === undefined ? undefined : readCa(`${at}.ca`, config.ca);
   const cert = config.cert === undefined ? undefined : read(`${at}.cert`, config.cert);
   const key = config.key === undefined ? undefined : read(`${at}.key`, config.key);
   if (cert && key) checkPair(at, cert, key, now);

@@ -32,6 +32,8 @@ export interface IssueOptions {
   san?: string[];
   /** Valid from yesterday for this many days (default 30); negative: expired that many days ago. */
   days?: number;
+  /** Valid only from this many days from now (a certificate not yet valid). */
+  startsInDays?: number;
   /** `server` or `client` key usage (default server). */
   usage?: 'server' | 'client';
 }
@@ -129,7 +131,11 @@ export class Pki {
       const days = o.days ?? 30;
       const now = Date.now();
       const [from, to] =
-        days >= 0 ? [now - DAY, now + days * DAY] : [now + (days - 2) * DAY, now + days * DAY];
+        o.startsInDays !== undefined
+          ? [now + o.startsInDays * DAY, now + (o.startsInDays + days) * DAY]
+          : days >= 0
+            ? [now - DAY, now + days * DAY]
+            : [now + (days - 2) * DAY, now + days * DAY];
       openssl(
         [
           'ca',
