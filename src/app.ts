@@ -4,7 +4,7 @@
  */
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import type { DestinationStream } from 'pino';
@@ -31,6 +31,7 @@ import { createPassthroughOperation } from './operations/passthrough.js';
 import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
 import { createPipeline, type Stage } from './pipeline.js';
 import { createRateLimits, RateLimitCounts } from './ratelimit/index.js';
+import { listenerServer, openListenersTls } from './tls/listeners.js';
 import { openTokens, type Tokens } from './tokens/index.js';
 
 export interface App {
@@ -62,6 +63,8 @@ export interface AppOptions {
    * and the admin listener stays off (the primary serves it for all workers).
    */
   worker?: number;
+  /** In a cluster worker: the TLS session ticket secret the primary hands to every worker. */
+  ticketSecret?: Buffer;
 }
 
 /** What one configuration builds; replaced whole on reload. */
@@ -182,7 +185,20 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   };
   const { keySources } = instance;
   warn(logger, config);
-  let runtime = await buildRuntime(config, instance);
+  // Before anything else opens: a certificate that does not load stops the start, naming its key.
+  const tls = openListenersTls(config, {
+    logger,
+    metrics,
+    admin: options.worker === undefined,
+    secret: options.ticketSecret,
+  });
+  let runtime: Runtime;
+  try {
+    runtime = await buildRuntime(config, instance);
+  } catch (err) {
+    tls.close();
+    throw err;
+  }
   metrics.readiness(() => runtime.checks());
   let draining = false;
   let faulted = false;
@@ -196,7 +212,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     draining: () => draining,
     faulted: () => faulted,
   });
-  const server = createServer(
+  const server = listenerServer(
+    tls.api,
     {
       maxHeaderSize: config.server.max_header_size,
       // The deadline and the body idle timeout bound a request; Node's own timer only checks headers.
@@ -212,7 +229,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   );
   // `Expect: 100-continue` is answered only once the request is authenticated (see authenticate.ts),
   // so a refused upload is never sent.
-  server.on('connection', handler.connection);
+  // Over TLS the HTTP connection is the TLS socket (the one a client's FIN shows on).
+  server.on(tls.api ? 'secureConnection' : 'connection', handler.connection);
   server.on('checkContinue', handler);
   // Any other `Expect` goes through the pipeline too, which answers 417 after routing.
   server.on('checkExpectation', handler);
@@ -223,7 +241,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const ready = () => !draining && runtime.ready();
   const admin =
     options.worker === undefined
-      ? createServer(createAdminHandler(metrics, ready, () => runtime.checks()))
+      ? listenerServer(
+          tls.admin,
+          {},
+          createAdminHandler(metrics, ready, () => runtime.checks()),
+        )
       : undefined;
 
   return {
@@ -297,6 +319,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         'the latency histograms keep the buckets of prefer.max_wait at start until a restart',
       );
     }
+    await tls.reload(next);
     logger.info('configuration reloaded');
     await old.close();
   }
@@ -317,6 +340,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       await new Promise<void>((resolve) => admin.close(() => resolve()));
       admin.closeAllConnections();
     }
+    tls.close();
     await runtime.close();
     // The spans of the last requests go out before the process exits.
     await tracing?.shutdown();

@@ -104,6 +104,13 @@ async function checkConfig(args: string[]): Promise<number> {
     process.stderr.write(`${file}: ${err.message}\n`);
     return 1;
   }
+  // TLS files are checked with or without --resolve, each named by its key path, never printed.
+  const { tlsProblems } = await import('./cli/tls-check.js');
+  const problems = tlsProblems(config);
+  if (problems.length > 0) {
+    process.stderr.write(`${file}: invalid configuration:\n  ${problems.join('\n  ')}\n`);
+    return 1;
+  }
   for (const warning of configWarnings(config)) process.stderr.write(`${file}: warning: ${warning}\n`);
   // Resolved, the token store's URL can be read: say which YAML tokens it overrides.
   if (parsed.values.resolve === true) {

@@ -7,6 +7,7 @@ import cluster from 'node:cluster';
 import { type App, createApp } from './app.js';
 import { runPrimary, workerCount } from './cluster/primary.js';
 import { answerPrimary } from './cluster/rpc.js';
+import { askTicketSecret } from './cluster/tickets.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
 import { flushLogs } from './observability/logger.js';
 
@@ -17,7 +18,13 @@ export async function runGateway(file: string): Promise<number> {
     const config = loadConfigFile(file);
     const workers = workerCount(config.server.workers);
     if (cluster.isPrimary && workers > 1) return await runPrimary(file, config, workers);
-    app = await createApp(config, cluster.worker ? { worker: cluster.worker.id } : {});
+    // Workers share the TLS session ticket keys: the primary hands out their secret.
+    const ticketSecret =
+      cluster.worker && config.server.tls ? await askTicketSecret(TICKET_SECRET_WAIT) : undefined;
+    app = await createApp(
+      config,
+      cluster.worker ? { worker: cluster.worker.id, ...(ticketSecret && { ticketSecret }) } : {},
+    );
     await app.listen();
   } catch (err) {
     process.stderr.write(`gateway: ${(err as Error).message}\n`);
@@ -79,3 +86,6 @@ export async function runGateway(file: string): Promise<number> {
     });
   });
 }
+
+/** How long a worker waits for the primary's TLS ticket secret before it gives up starting. */
+const TICKET_SECRET_WAIT = 10_000;

@@ -25,6 +25,7 @@ import {
   ruleExpressions,
 } from './helpers/deploy.js';
 import { request, ROOT, startGateway } from './helpers/gateway.js';
+import { Pki } from './helpers/tls.js';
 
 t.test('the extractor finds metric names and only them', async (t) => {
   const expr = `histogram_quantile(0.99, sum by (le, operation) (rate(x_bucket{operation!="unmatched"}[5m])))
@@ -41,7 +42,11 @@ t.test('the extractor finds metric names and only them', async (t) => {
 });
 
 t.test('every metric named by the alert rules and the dashboard is exported', async (t) => {
-  const gw = await startGateway();
+  // With TLS on the API listener, so that the TLS metrics (which exist only then) are exported too.
+  const pki = new Pki();
+  t.teardown(() => pki.close());
+  const pair = pki.ca('deploy-ca').issue('deploy', { cn: 'localhost', san: ['DNS:localhost'] });
+  const gw = await startGateway({ server: { tls: { cert: pair.cert, key: pair.key } } });
   t.teardown(() => gw.close());
   const res = await request({ port: gw.adminPort }, { method: 'GET', target: '/metrics' });
   t.equal(res.status, 200);

@@ -2,7 +2,8 @@
  * The authenticate stage: establishes who sent the request (a signed request or a bearer JWT) and
  * reads the body under the limit, hashing it as it arrives, so that no later stage ever sees a body
  * whose signature has not been verified. Checks run in the contract's order (§3), so a request with
- * several faults always gets the same answer.
+ * several faults always gets the same answer. Without `Authorization`, a TLS client certificate may
+ * be the identity (§8, `client-certificate.ts`).
  */
 import type { Config } from '../config/schema.js';
 import { errors, GatewayError } from '../errors.js';
@@ -15,6 +16,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing/tracing.js';
 import { challengesFor } from './challenge.js';
+import { createCertificateScheme } from './client-certificate.js';
 import { signedSummary } from './explain.js';
 import type { Identity } from './identity.js';
 import { createJwtVerifier, type KeySourceInfo } from './jwt.js';
@@ -43,7 +45,7 @@ export interface AuthenticateDeps {
   tracing?: Tracing;
 }
 
-type Scheme = 'signature' | 'bearer' | 'none';
+type Scheme = 'signature' | 'bearer' | 'client_certificate' | 'none';
 
 /** The authenticate stage, with the readiness of its key sources and a way to stop their timers. */
 export interface Authenticator {
@@ -71,6 +73,11 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   tokens.onDrop((id) => requestKeys.forget(id));
   const explainMismatch = deps.auth.signature.explain_mismatch;
   const challenges = challengesFor(deps.auth);
+  // Only a listener asking for client certificates can make this scheme answer (contract §8).
+  const certificates =
+    (server.tls?.client_auth ?? 'none') === 'none'
+      ? undefined
+      : createCertificateScheme(deps.auth.client_certificates);
   const jwt = createJwtVerifier(deps.auth.jwt, {
     now,
     metrics,
@@ -193,15 +200,25 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     return refuse(ctx, 'signature', 'digest_mismatch', errors.digestMismatch(summary));
   };
 
-  const bearer = (ctx: RequestContext, token: string): void | Promise<void> => {
-    const admit = (identity: Identity) => {
-      const body = bodyOf(ctx);
-      const held = (b: HeldBody) => {
-        accept(ctx, identity);
-        return hold(ctx, b);
-      };
-      return body instanceof Promise ? body.then(held) : held(body);
+  /** Accepts `identity` once the body (if any) is read under the limit. */
+  const admit = (ctx: RequestContext, identity: Identity): void | Promise<void> => {
+    const body = bodyOf(ctx);
+    const held = (b: HeldBody) => {
+      accept(ctx, identity);
+      return hold(ctx, b);
     };
+    return body instanceof Promise ? body.then(held) : held(body);
+  };
+
+  /** A request with no `Authorization`: its connection's client certificate, if it presented one. */
+  const certificate = (ctx: RequestContext): void | Promise<void> => {
+    const outcome = certificates?.identify(ctx.req.socket);
+    if (outcome === undefined) return refuse(ctx, 'none', 'missing', errors.notAuthenticated());
+    if (!outcome.ok) return refuse(ctx, 'client_certificate', outcome.reason, errors.notAuthenticated());
+    return admit(ctx, outcome.identity);
+  };
+
+  const bearer = (ctx: RequestContext, token: string): void | Promise<void> => {
     // An unknown `kid` may wait for the identity provider's keys, within the request's deadline (the
     // signal is made only if it does).
     const verified = jwt.verify(token, {
@@ -210,21 +227,24 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
         return deadlineOf(ctx);
       },
     });
-    if (!(verified instanceof Promise)) return admit(verified);
-    return verified.then(admit, (err: unknown) => {
-      // The deadline or a client gone while waiting is no refusal of the token.
-      if (err instanceof GatewayError && err.status === 401) {
-        return refuse(ctx, 'bearer', err.reason ?? 'malformed', err);
-      }
-      throw err;
-    });
+    if (!(verified instanceof Promise)) return admit(ctx, verified);
+    return verified.then(
+      (identity) => admit(ctx, identity),
+      (err: unknown) => {
+        // The deadline or a client gone while waiting is no refusal of the token.
+        if (err instanceof GatewayError && err.status === 401) {
+          return refuse(ctx, 'bearer', err.reason ?? 'malformed', err);
+        }
+        throw err;
+      },
+    );
   };
 
   const stage = (ctx: RequestContext): void | Promise<void> => {
     checkDeclaredLength(ctx.req, server.max_body_size);
     const headers = authHeaders(ctx.req);
     const { authorization } = headers;
-    if (authorization === undefined) return refuse(ctx, 'none', 'missing', errors.notAuthenticated());
+    if (authorization === undefined) return certificate(ctx);
     const space = authorization.indexOf(' ');
     if (space === -1 || authorization.indexOf(' ', space + 1) !== -1) {
       return refuse(ctx, 'none', 'malformed_header', errors.authTwoComponents());

@@ -1,14 +1,14 @@
 /** Who made a request, as the authenticate stage established it. */
 export interface Identity {
-  /** `signature` for signed requests, `bearer` for JWTs. */
-  readonly scheme: 'signature' | 'bearer';
-  /** The token's configured subject, or the JWT's `sub`. Safe to log. */
+  /** `signature` for signed requests, `bearer` for JWTs, `client_certificate` for a TLS client certificate. */
+  readonly scheme: 'signature' | 'bearer' | 'client_certificate';
+  /** The token's configured subject, the JWT's `sub`, or the certificate entry's subject. Safe to log. */
   readonly subject: string;
   /** The signed-request token id (public, safe to log). */
   readonly tokenId?: string;
   /**
    * The identity's canonical form, unique across schemes: `token:<lower-case token id>` or
-   * `jwt:<iss> <sub>`. What is kept per identity (a cache, a count) is keyed by it.
+   * `jwt:<iss> <sub>` or `cert:<subject>`. What is kept per identity (a cache, a count) is keyed by it.
    */
   readonly principal: string;
   /** What the identity may do; `*` grants everything. */

@@ -12,6 +12,11 @@ import type { WorkerMetrics } from './rpc.js';
 export interface PrimaryMetrics {
   /** Counts a worker replaced after it died. */
   restarted(): void;
+  /**
+   * The primary's series that combine with the workers' as theirs do (the admin listener's TLS
+   * metrics: the earliest expiry, the reloads summed).
+   */
+  readonly shared: Registry;
   /** The Prometheus text of the workers' `answers` (those that answered) and the primary's registry. */
   text(answers: WorkerMetrics[]): Promise<string>;
 }
@@ -32,8 +37,13 @@ export function createPrimaryMetrics(): PrimaryMetrics {
     registers: [registry],
   });
   restarts.inc(0);
+  const shared = new Registry();
   return {
     restarted: () => restarts.inc(),
-    text: (answers) => Registry.merge([AggregatorRegistry.aggregate(answers), registry]).metrics(),
+    shared,
+    async text(answers) {
+      const all = [...answers, (await shared.getMetricsAsJSON()) as WorkerMetrics];
+      return Registry.merge([AggregatorRegistry.aggregate(all), registry]).metrics();
+    },
   };
 }

@@ -4,18 +4,23 @@
  * aggregated and their readiness combined, and relays SIGTERM/SIGINT (drain) and SIGHUP (reload).
  */
 import cluster from 'node:cluster';
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { Registry } from 'prom-client';
 import { ConfigError, loadConfigFile, valueAt } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { listenOn } from '../http/listen.js';
+import { openListenerTls, type ListenerTls } from '../tls/listener.js';
+import { loadListener } from '../tls/material.js';
+import { listenerServer } from '../tls/listeners.js';
+import { tlsMetrics } from '../tls/metrics.js';
+import { ticketKeys, ticketSecret } from '../tls/tickets.js';
 import { createAdminHandler } from '../observability/admin.js';
 import { createLogger, flushLogs } from '../observability/logger.js';
 import { createPrimaryMetrics } from './metrics.js';
 import { createPool } from './pool.js';
 import { createAsker, type WorkerMetrics } from './rpc.js';
+import { serveTicketSecret } from './tickets.js';
 
 /** How many processes serve the API: `auto` is one per core the process may use. */
 export function workerCount(workers: Config['server']['workers']): number {
@@ -41,6 +46,24 @@ export async function runPrimary(file: string, config: Config, count: number): P
   const asker = createAsker(ASK_TIMEOUT);
   const own = createPrimaryMetrics();
   const pool = createPool(count, logger, own.restarted);
+  // The primary's own series (the admin listener's TLS), combined with the workers' aggregate.
+  const ownTls = tlsMetrics(own.shared);
+  const secret = ticketSecret();
+  let adminTls: ListenerTls | undefined;
+  try {
+    // The workers load server.tls; checked here first, so that a bad file stops the start at once.
+    if (config.server.tls) loadListener(config.server.tls, 'server.tls');
+    adminTls =
+      config.admin.tls &&
+      openListenerTls(config.admin.tls, { at: 'admin.tls', listener: 'admin' }, ticketKeys(secret), {
+        logger,
+        metrics: ownTls,
+      });
+  } catch (err) {
+    process.stderr.write(`gateway: ${(err as Error).message}\n`);
+    return 1;
+  }
+  const stopServing = serveTicketSecret(secret);
 
   const metrics = async () => {
     const workers = pool.listening();
@@ -55,12 +78,16 @@ export async function runPrimary(file: string, config: Config, count: number): P
     const answers = await Promise.all(workers.map((w) => asker.ask(w, 'ready')));
     return !draining && answers.includes(true) && !answers.includes(false);
   };
-  const admin = createServer(
+  const admin = listenerServer(
+    adminTls,
+    {},
     createAdminHandler({ registry: { contentType: Registry.PROMETHEUS_CONTENT_TYPE, metrics } }, ready),
   );
   try {
     await listenOn(admin, config.admin.host, config.admin.port);
   } catch (err) {
+    adminTls?.close();
+    stopServing();
     process.stderr.write(`gateway: ${(err as Error).message}\n`);
     return 1;
   }
@@ -71,6 +98,8 @@ export async function runPrimary(file: string, config: Config, count: number): P
       if (!failed) logger.info({ signal }, 'draining');
       pool.stop(signal, grace + STOP_MARGIN).then((clean) => {
         asker.close();
+        stopServing();
+        adminTls?.close();
         admin.close();
         admin.closeAllConnections();
         logger.info('stopped');
@@ -97,8 +126,10 @@ export async function runPrimary(file: string, config: Config, count: number): P
         const next = loadConfigFile(file);
         logger.level = next.logging.level;
         grace = next.server.shutdown_grace;
-        const keys = PRIMARY_KEYS.filter((key) => valueAt(config, key) !== valueAt(next, key));
+        const keys: string[] = PRIMARY_KEYS.filter((key) => valueAt(config, key) !== valueAt(next, key));
+        if ((adminTls === undefined) !== (next.admin.tls === undefined)) keys.push('admin.tls');
         if (keys.length > 0) logger.warn({ keys }, 'these keys change only on restart');
+        if (adminTls && next.admin.tls) void adminTls.reload(next.admin.tls);
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
       }

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
+import { resolveTlsPaths } from '../tls/config.js';
 import { ConfigReference } from './leaves.js';
 import { type Config, configSchema } from './schema.js';
 
@@ -100,6 +101,7 @@ export function parseConfig(text: string, baseDir: string, options: LoadOptions 
   for (const backend of Object.values(config.backends)) {
     if (backend.type === 'local') backend.path = path.resolve(baseDir, backend.path);
   }
+  resolveTlsPaths(config as unknown as Record<string, unknown>, baseDir);
   return deepFreeze(config);
 }
 

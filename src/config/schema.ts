@@ -5,6 +5,7 @@
 import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
 import { BACKEND_TYPES } from '../backends/table.js';
+import { adminTlsSchema, clientCertificatesSchema, serverTlsSchema } from '../tls/config.js';
 import { passthroughShape } from '../upstream/config.js';
 import { checkJwtProviders } from './jwt-providers.js';
 import { jwtSchema } from './jwt-schema.js';
@@ -67,13 +68,19 @@ const server = z.strictObject({
   body_idle_timeout: duration(24 * 3_600_000, 1).default(10_000),
   keep_alive_timeout: duration(24 * 3_600_000, 1).default(5_000),
   tmp_dir: str(1).optional(),
+  /** HTTPS on the API listener (contract §8). */
+  tls: serverTlsSchema.optional(),
 });
 
 const schema = z
   .strictObject({
     server: server.prefault({}),
     admin: z
-      .strictObject({ host: str(1).default('127.0.0.1'), port: int(0, 65535).default(9090) })
+      .strictObject({
+        host: str(1).default('127.0.0.1'),
+        port: int(0, 65535).default(9090),
+        tls: adminTlsSchema.optional(),
+      })
       .prefault({}),
     logging: z
       .strictObject({
@@ -100,6 +107,8 @@ const schema = z
           })
           .prefault({}),
         jwt: jwtSchema,
+        /** Who a verified TLS client certificate is (contract §8). */
+        client_certificates: clientCertificatesSchema,
       })
       .prefault({}),
     prefer: z

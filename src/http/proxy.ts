@@ -12,6 +12,7 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { ProxyServer } from 'http-proxy-3';
 import { errors } from '../errors.js';
+import { openUpstreamTls } from '../tls/upstream.js';
 import { relayableStatus, upstreamRequestId } from '../upstream/answer.js';
 import type { UpstreamConfig } from '../upstream/config.js';
 import { clientAttributes, createEndpoint, type UpstreamDeps } from '../upstream/endpoint.js';
@@ -95,11 +96,16 @@ interface InFlight {
 
 /** The relay to the service at `config.url`, labelled `passthrough`. */
 export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): ProxyRelay {
+  const tls =
+    config.tls &&
+    openUpstreamTls(config.tls, 'passthrough.tls', { logger: deps.logger, metrics: deps.metrics.tls });
   const endpoint = createEndpoint(config, 'passthrough', deps);
   const agent = outgoingAgent(endpoint.url.protocol === 'https:', {
     keepAlive: true,
     maxSockets: config.connections,
   });
+  // The private CA and client certificate go on the agent: http-proxy-3 passes no TLS options of its own.
+  if (tls && agent instanceof HttpsAgent) tls.keep(agent);
   // The answer is written here (`selfHandleResponse`): hop-by-hop headers stay behind, and the
   // client's own `Connection: close` is honoured by Node.
   const proxy = new ProxyServer({ target: config.url, agent, changeOrigin: true, selfHandleResponse: true });
@@ -143,6 +149,7 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
     ready: () => endpoint.ready(),
     async close() {
       endpoint.close();
+      tls?.close();
       proxy.close();
       agent.destroy();
     },

@@ -3,6 +3,7 @@
  * rules and dashboards rely on them); labels carry only low-cardinality values, never paths, ids or tokens.
  */
 import client from 'prom-client';
+import { tlsMetrics } from '../tls/metrics.js';
 import { buildInfo } from './build.js';
 import { initialise } from './initial.js';
 import { latencyBuckets } from './labels.js';
@@ -36,6 +37,8 @@ export function createMetrics(options: MetricsOptions = {}) {
   for (const result of ['ok', 'error']) tokenStoreReloads.inc({ result }, 0);
   const metrics = {
     registry,
+    /** The TLS metrics, registered on first use (only where TLS is on). */
+    tls: tlsMetrics(registry),
     requestCounts,
     requests: new client.Counter({
       name: 'gateway_requests_total',

@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { type Dispatcher, Pool } from 'undici';
 import { errors } from '../errors.js';
+import { openUpstreamTls, upstreamTlsKey } from '../tls/upstream.js';
 import { passedHeaders, readBounded, relayableStatus, UpstreamAnswer } from './answer.js';
 import type { UpstreamConfig } from './config.js';
 import { clientAttributes, createEndpoint, type UpstreamDeps } from './endpoint.js';
@@ -40,11 +41,14 @@ export function createUpstreamClient(
   name: string,
   deps: UpstreamDeps,
 ): UpstreamClient {
+  const tls =
+    config.tls &&
+    openUpstreamTls(config.tls, upstreamTlsKey(name), { logger: deps.logger, metrics: deps.metrics.tls });
   const endpoint = createEndpoint(config, name, deps);
   const { tracing } = deps;
   const pool = new Pool(endpoint.url.origin, {
     connections: config.connections,
-    connect: { timeout: config.connect_timeout },
+    connect: tls ? tls.connector(config.connect_timeout) : { timeout: config.connect_timeout },
     headersTimeout: config.headers_timeout,
     bodyTimeout: config.body_timeout,
   });
@@ -112,6 +116,7 @@ export function createUpstreamClient(
     ready: () => endpoint.ready(),
     async close() {
       endpoint.close();
+      tls?.close();
       await pool.close().catch(() => pool.destroy());
     },
   };

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { duration, httpUrl, int, leaf, size, str, uuid } from '../config/leaves.js';
+import { upstreamTlsSchema } from '../tls/config.js';
 
 /** How the gateway authenticates its own requests to an upstream. */
 const upstreamAuth = z.discriminatedUnion(
@@ -32,6 +33,8 @@ const upstreamFields = {
   body_timeout: duration(24 * 3_600_000, 1).default(30_000),
   connections: int(1, 10_000).default(64),
   max_response_size: size().default(16 * 1024 * 1024),
+  /** A private CA to trust and a client certificate to present (mTLS to the service). */
+  tls: upstreamTlsSchema.optional(),
 };
 
 /** `backends.<operation>: {type: upstream, ...}`. */
