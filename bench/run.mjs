@@ -9,7 +9,8 @@
  * to bench/results.md.
  *
  *   npm run bench [-- --quick] [-- --check]
- *   env: BENCH_REQUESTS (per run, default 20000), BENCH_CONNECTIONS (50), BENCH_ROUNDS (2)
+ *   env: BENCH_REQUESTS (per run, default 20000), BENCH_CONNECTIONS (50), BENCH_ROUNDS (2),
+ *        BENCH_WORKERS (server.workers of the workers target, 2)
  *
  * `--check` exits 1 when a target ratio of issue 13 is missed (within 10 % counts as met).
  */
@@ -47,6 +48,7 @@ function options(argv, env) {
     check: argv.includes('--check'),
     requests,
     connections: num('BENCH_CONNECTIONS', 50),
+    workers: num('BENCH_WORKERS', 2),
     rounds: num('BENCH_ROUNDS', quick ? 1 : 2),
     warmup: Math.min(5000, Math.round(requests / 4)),
     microMs: quick ? 250 : 1000,
@@ -54,7 +56,7 @@ function options(argv, env) {
 }
 
 function commandLine(argv, env) {
-  const vars = ['BENCH_REQUESTS', 'BENCH_CONNECTIONS', 'BENCH_ROUNDS']
+  const vars = ['BENCH_REQUESTS', 'BENCH_CONNECTIONS', 'BENCH_ROUNDS', 'BENCH_WORKERS']
     .filter((name) => env[name])
     .map((name) => `${name}=${env[name]} `)
     .join('');
@@ -125,7 +127,7 @@ async function main() {
   let keep = true;
   let missed = [];
   try {
-    const { targets, notes } = await startTargets(dir, data, creds, progress);
+    const { targets, notes } = await startTargets(dir, data, creds, progress, opts.workers);
     progress('one request to each target: a 2xx with the expected bytes');
     await checkAnswers(targets);
     await measure(targets, opts);

@@ -8,7 +8,12 @@
 const COMPARISONS = [
   { path: 'member, local store, signed', gateway: 'gw-local', peer: 'bare', goal: 0.5 },
   { path: 'checksum, cache hit, signed', gateway: 'gw-checksum', peer: 'bare', goal: 0.5 },
-  { path: 'member through an upstream, signed in, re-signed out', gateway: 'gw-upstream', peer: 'undici', goal: 0.8 },
+  {
+    path: 'member through an upstream, signed in, re-signed out',
+    gateway: 'gw-upstream',
+    peer: 'undici',
+    goal: 0.8,
+  },
   { path: 'same', gateway: 'gw-upstream', peer: 'http-proxy-3', goal: 1.2 },
   { path: 'same', gateway: 'gw-upstream', peer: 'nginx' },
 ];
@@ -23,8 +28,13 @@ export function goalRows(targets) {
     const gateway = by(c.gateway);
     const peer = by(c.peer);
     const ratio = gateway && peer ? peer.cpuUs / gateway.cpuUs : NaN;
-    const verdict =
-      !Number.isFinite(ratio) ? 'n/a' : c.goal === undefined ? 'report' : ratio >= TOLERANCE * c.goal ? 'met' : 'MISSED';
+    const verdict = !Number.isFinite(ratio)
+      ? 'n/a'
+      : c.goal === undefined
+        ? 'report'
+        : ratio >= TOLERANCE * c.goal
+          ? 'met'
+          : 'MISSED';
     return {
       path: c.path,
       gatewayName: gateway?.name ?? c.gateway,

@@ -44,7 +44,9 @@ function cells(rows) {
 export function textTable(columns, body) {
   const widths = columns.map((c, i) => Math.max(c.length, ...body.map((row) => String(row[i]).length)));
   const line = (row) =>
-    row.map((cell, i) => (i === 0 ? String(cell).padEnd(widths[i]) : String(cell).padStart(widths[i]))).join('  ');
+    row
+      .map((cell, i) => (i === 0 ? String(cell).padEnd(widths[i]) : String(cell).padStart(widths[i])))
+      .join('  ');
   return [line(columns), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }
 

@@ -25,7 +25,7 @@ function node(dir, name, script, args) {
  * Starts the targets; `dir` holds the processes' output, `data` the copy of config/. Resolves with
  * the targets in table order and the notes to print (nginx missing, workers not available).
  */
-export async function startTargets(dir, data, creds, progress) {
+export async function startTargets(dir, data, creds, progress, workerCount = 2) {
   const notes = [];
   progress('starting the gateway on the local stores');
   const local = await startGateway(dir, 'gateway-local', writeConfig(data, 'gateway-local', creds));
@@ -46,7 +46,10 @@ export async function startTargets(dir, data, creds, progress) {
   const stub = await node(dir, 'stub', 'origin.mjs', originArgs);
   const binary = findNginx();
   if (!binary) notes.push('nginx not installed: `apt-get install nginx-light` to include it');
-  const workersConfig = writeConfig(data, 'gateway-workers', creds, { upstream: stub.url, workers: 2 });
+  const workersConfig = writeConfig(data, 'gateway-workers', creds, {
+    upstream: stub.url,
+    workers: workerCount,
+  });
   // Started side by side: each is its own process, and starting them one by one only costs time.
   const [bare, undici, hp3, nginx, upstream, workers, limited] = await Promise.all([
     node(dir, 'bare', 'bare.mjs', [memberFile, first.headers.get('content-type') ?? 'application/json']),
@@ -64,7 +67,7 @@ export async function startTargets(dir, data, creds, progress) {
       writeConfig(data, 'gateway-upstream', creds, { upstream: stub.url }),
     ),
     startGateway(dir, 'gateway-workers', workersConfig).catch((err) => {
-      notes.push(`workers: not available (server.workers: 2 did not start: ${firstLine(err)})`);
+      notes.push(`workers: not available (server.workers: ${workerCount} did not start: ${firstLine(err)})`);
       return undefined;
     }),
     startGateway(
@@ -119,14 +122,17 @@ export async function startTargets(dir, data, creds, progress) {
     { name: 'gateway member upstream, JWT', proc: upstream, path: MEMBER, headers: jwt, expect: member },
     workers
       ? {
-          name: 'gateway member upstream, signed, 2 workers',
+          name: `gateway member upstream, signed, ${workerCount} workers`,
           role: 'gw-workers',
           proc: workers,
           path: MEMBER,
           headers: signed(MEMBER),
           expect: member,
         }
-      : { name: 'gateway member upstream, signed, 2 workers', unavailable: 'workers: not available' },
+      : {
+          name: `gateway member upstream, signed, ${workerCount} workers`,
+          unavailable: 'workers: not available',
+        },
   ];
   for (const t of targets) {
     if (!t.proc) continue;

@@ -12,15 +12,15 @@ function uploadsLine(r) {
   return `20 uploads of ${(r.bytes / 1024 / 1024).toFixed(2)} MiB in ${r.wall} ms, statuses: ${statuses.join(' ')}`;
 }
 
-/** The line comparing two workers (primary included) with one process, both through the upstream. */
-function workersLine(targets) {
+/** The line comparing the workers target (primary included) with one process, both through the upstream. */
+function workersLine(targets, count) {
   const one = targets.find((t) => t.role === 'gw-upstream');
-  const two = targets.find((t) => t.role === 'gw-workers');
-  if (!one || !two || two.unavailable) return 'server.workers: 2: not measured';
+  const many = targets.find((t) => t.role === 'gw-workers');
+  if (!one || !many || many.unavailable) return `server.workers: ${count}: not measured`;
   return (
-    `server.workers: 2 (primary and both workers counted): ${two.cpuUs.toFixed(1)} µs/req, ` +
-    `${two.rps.toFixed(0)} req/s; one process: ${one.cpuUs.toFixed(1)} µs/req, ${one.rps.toFixed(0)} req/s ` +
-    `(×${(two.cpuUs / one.cpuUs).toFixed(2)} CPU per request)`
+    `server.workers: ${count} (the primary and every worker counted): ${many.cpuUs.toFixed(1)} µs/req, ` +
+    `${many.rps.toFixed(0)} req/s; one process: ${one.cpuUs.toFixed(1)} µs/req, ${one.rps.toFixed(0)} req/s ` +
+    `(×${(many.cpuUs / one.cpuUs).toFixed(2)} CPU per request)`
   );
 }
 
@@ -58,7 +58,7 @@ export function summarize({ head, opts, targets, notes, rss, rssWarm, micro }, f
   [...notes, ...flagged].forEach((l) => out(l));
   out('\nserver CPU per request, peer / gateway');
   out(textTable(GOAL_COLUMNS, goalCells(goals)));
-  out(workersLine(targets));
+  out(workersLine(targets, opts.workers));
   out('\nRSS of the gateway under 20 concurrent signed 1 MiB PATCH uploads');
   rssLines.forEach((l) => out(l));
   out('\nmicro-benchmarks (in-process, one core)');
@@ -81,7 +81,7 @@ export function summarize({ head, opts, targets, notes, rss, rssWarm, micro }, f
     '',
     markdownTable(GOAL_COLUMNS, goalCells(goals)),
     '',
-    `- ${workersLine(targets)}`,
+    `- ${workersLine(targets, opts.workers)}`,
     '',
     '## RSS under 20 concurrent signed 1 MiB uploads',
     '',
