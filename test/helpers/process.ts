@@ -27,8 +27,8 @@ function kill(child: ChildProcess): Promise<void> {
   return gone;
 }
 
-/** Kills `child` when `t` ends and when this process exits, if it is still running then. */
-function guard(t: Test, child: ChildProcess): void {
+/** Kills `child` when `t` ends (if given) and when this process exits, if it is still running then. */
+function guard(t: Test | undefined, child: ChildProcess): void {
   running.add(child);
   child.once('exit', () => running.delete(child));
   if (!guarded) {
@@ -37,8 +37,15 @@ function guard(t: Test, child: ChildProcess): void {
       for (const c of running) c.kill('SIGKILL');
     });
   }
-  t.teardown(() => kill(child));
+  t?.teardown(() => kill(child));
 }
+
+/** `(t, file, options)`, or `(file, options)` without a teardown of its own. */
+type Args = [Test, string, SpawnOptions?] | [string, SpawnOptions?];
+const parse = (args: Args): [Test | undefined, string, SpawnOptions] =>
+  typeof args[0] === 'string'
+    ? [undefined, args[0], (args[1] as SpawnOptions | undefined) ?? {}]
+    : [args[0], args[1] as string, (args[2] as SpawnOptions | undefined) ?? {}];
 
 export type Line = Record<string, unknown>;
 
@@ -62,7 +69,8 @@ export interface SpawnOptions {
 }
 
 /** Spawns `gateway --config FILE`, killed when `t` ends if still running. */
-export function spawnGateway(t: Test, configFile: string, options: SpawnOptions = {}): GatewayProcess {
+export function spawnGateway(...args: Args): GatewayProcess {
+  const [t, configFile, options] = parse(args);
   const child = spawn(
     process.execPath,
     [TETHER, ...(options.nodeArgs ?? []), path.join(ROOT, 'dist', 'cli.js'), '--config', configFile],
@@ -112,12 +120,8 @@ export interface ListeningGateway extends GatewayProcess {
 }
 
 /** Spawns the gateway (killed when `t` ends) and resolves once it logs `listening`. */
-export async function startGatewayProcess(
-  t: Test,
-  configFile: string,
-  options: SpawnOptions = {},
-): Promise<ListeningGateway> {
-  const proc = spawnGateway(t, configFile, options);
+export async function startGatewayProcess(...args: Args): Promise<ListeningGateway> {
+  const proc = spawnGateway(...args);
   const listening = await proc.waitFor((l) => l.msg === 'listening');
   return Object.assign(proc, { port: listening.port as number, adminPort: listening.admin_port as number });
 }
