@@ -7,6 +7,7 @@ import { stringify } from 'yaml';
 import { createApp } from '../src/app.js';
 import { loadConfigFile } from '../src/config/load.js';
 import { baseConfig, copySampleData, merge, signed, startGateway } from './helpers/gateway.js';
+import { until } from './helpers/wait.js';
 
 function configIn(dir: string, over: Record<string, unknown>) {
   const file = path.join(dir, 'gateway.yaml');
@@ -51,7 +52,7 @@ t.test('a stop cuts a stalled upload after the grace, logs it and leaves no temp
   });
   req.on('error', () => undefined);
   req.write(body.subarray(0, 16 * 1024));
-  for (let i = 0; i < 50 && readdirSync(spool).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  await until(() => readdirSync(spool).length > 0);
   t.equal(readdirSync(spool).length, 1, 'the body is being spooled');
   await gw.close();
   t.same(readdirSync(spool), [], 'no temporary file is left');

@@ -7,7 +7,9 @@ import t, { type Test } from 'tap';
 import { stringify } from 'yaml';
 import { workerCount } from '../src/cluster/primary.js';
 import { baseConfig, call, copySampleData, merge, signed } from './helpers/gateway.js';
+import { scrape } from './helpers/metrics.js';
 import { type GatewayProcess, type Line, spawnGateway } from './helpers/process.js';
+import { until } from './helpers/wait.js';
 
 type Proc = GatewayProcess;
 
@@ -62,14 +64,13 @@ async function startCluster(t: Test, over: Record<string, unknown> = {}): Promis
   const { file } = dataDir(t);
   const write = (o: Record<string, unknown>) => writeFileSync(file, stringify(clusterConfig(upstream, o)));
   write(over);
-  const proc = spawnGateway(file);
-  t.teardown(() => proc.child.kill('SIGKILL'));
+  const proc = spawnGateway(t, file);
   const listening = await proc.waitFor((l) => l.msg === 'listening');
   return { proc, port: listening.port as number, adminPort: listening.admin_port as number, write };
 }
 
 // Each case starts a primary and two workers (several seconds on a loaded 2-core machine).
-t.setTimeout(240_000);
+t.setTimeout(600_000);
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 
@@ -181,8 +182,9 @@ t.test('SIGTERM drains every worker: not ready, in-flight request answered, exit
   });
   req.write(form.slice(0, 10), () => sent());
   await new Promise<void>((resolve) => (sent = resolve));
-  // Let the part already written reach a worker before the signal.
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // The signal comes once a worker holds the request.
+  const admin = `http://127.0.0.1:${c.adminPort}`;
+  await until(async () => (await scrape(admin, 'gateway_requests_in_flight')) === 1);
 
   c.proc.child.kill('SIGTERM');
   await c.proc.waitFor((l) => l.msg === 'draining' && !('worker' in l));
@@ -248,8 +250,7 @@ t.test('a worker that cannot start stops the whole gateway with exit 1', async (
   const { dir, file } = dataDir(t);
   writeFileSync(path.join(dir, 'asset-group-tags.json'), '{ not json');
   writeFileSync(file, stringify(clusterConfig(await startUpstream(t))));
-  const proc = spawnGateway(file);
-  t.teardown(() => proc.child.kill('SIGKILL'));
+  const proc = spawnGateway(t, file);
   t.equal(await proc.exited, 1);
   t.match(proc.stderr(), /asset-group-tags\.json/);
   t.ok(proc.lines.some((l) => l.msg === 'a worker failed to start'));
@@ -263,8 +264,7 @@ t.test('an admin port already taken stops the primary before any worker starts',
   const { file } = dataDir(t);
   const admin = { port: (taken.address() as AddressInfo).port };
   writeFileSync(file, stringify(clusterConfig(await startUpstream(t), { admin })));
-  const proc = spawnGateway(file);
-  t.teardown(() => proc.child.kill('SIGKILL'));
+  const proc = spawnGateway(t, file);
   t.equal(await proc.exited, 1);
   t.match(proc.stderr(), /EADDRINUSE/);
   t.equal(proc.lines.length, 0);

@@ -18,7 +18,7 @@ const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 const FAULT = ['--import', path.join(ROOT, 'test', 'helpers', 'fault.mjs')];
 
 // Processes start and drain here: several seconds on a loaded 2-core machine.
-t.setTimeout(120_000);
+t.setTimeout(600_000);
 
 /** An upstream that holds every member request until `release()`. */
 async function heldUpstream(t: Test): Promise<{ stub: StubUpstream; release(): void }> {
@@ -95,8 +95,7 @@ for (const [kind, message] of [
         server: { shutdown_grace: '20s' },
         backends: { asset_group_tags: upstreamBackend(stub) },
       });
-      const gw = await startGatewayProcess(file, { nodeArgs: FAULT, env: { GATEWAY_TEST_FAULT: kind } });
-      t.teardown(() => gw.child.kill('SIGKILL'));
+      const gw = await startGatewayProcess(t, file, { nodeArgs: FAULT, env: { GATEWAY_TEST_FAULT: kind } });
 
       // Request 1 is in flight at the upstream when the fault comes; request 2 is still being sent
       // on a second open connection (half its headers).
@@ -146,7 +145,7 @@ t.test('a worker that meets an uncaught exception is replaced, the port keeps se
     server: { workers: 2 },
     backends: { sso_providers: upstreamBackend(stub) },
   });
-  const gw = await startGatewayProcess(file, { nodeArgs: FAULT });
+  const gw = await startGatewayProcess(t, file, { nodeArgs: FAULT });
   t.teardown(() => stopGatewayProcess(gw));
   await gw.waitForCount((l) => l.msg === 'worker listening', 2);
   const victim = gw.lines.find((l) => l.msg === 'worker listening');

@@ -1,11 +1,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { stringify } from 'yaml';
 import { baseConfig, call, copySampleData, merge, request, signed } from './helpers/gateway.js';
+import { scrape } from './helpers/metrics.js';
 import { startGatewayProcess } from './helpers/process.js';
+import { until } from './helpers/wait.js';
 
-const startProcess = (configFile: string) => startGatewayProcess(configFile);
+const startProcess = (t: Test, configFile: string) => startGatewayProcess(t, configFile);
 
 function writeConfig(dir: string, over: Record<string, unknown> = {}): string {
   const file = path.join(dir, 'gateway.yaml');
@@ -16,8 +18,7 @@ function writeConfig(dir: string, over: Record<string, unknown> = {}): string {
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 
 t.test('the process logs listening with both ports and serves', async (t) => {
-  const proc = await startProcess(writeConfig(copySampleData()));
-  t.teardown(() => proc.child.kill('SIGKILL'));
+  const proc = await startProcess(t, writeConfig(copySampleData()));
   t.ok(proc.port > 0 && proc.adminPort > 0);
   t.equal((await call(proc, { method: 'GET', target: MEMBER })).status, 200);
   const live = await fetch(`http://127.0.0.1:${proc.adminPort}/livez`);
@@ -27,52 +28,41 @@ t.test('the process logs listening with both ports and serves', async (t) => {
 });
 
 t.test('SIGTERM drains: readiness goes false, the in-flight request finishes, exit 0', async (t) => {
-  const proc = await startProcess(writeConfig(copySampleData(), { server: { shutdown_grace: '10s' } }));
-  t.teardown(() => proc.child.kill('SIGKILL'));
+  const proc = await startProcess(t, writeConfig(copySampleData(), { server: { shutdown_grace: '10s' } }));
   t.equal((await fetch(`http://127.0.0.1:${proc.adminPort}/readyz`)).status, 200);
 
   // A request whose body is still arriving when SIGTERM comes.
   const target = '/api/v2/sso-providers/1';
   const form = '--b\r\nContent-Disposition: form-data; name="name"\r\n\r\nDrained Name\r\n--b--\r\n';
   const { request: httpRequest } = await import('node:http');
-  const inFlight = new Promise<number>((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: '127.0.0.1',
-        port: proc.port,
-        method: 'PATCH',
-        path: target,
-        headers: {
-          ...signed({ method: 'PATCH', target, body: form }),
-          'Content-Type': 'multipart/form-data; boundary=b',
-          'Content-Length': Buffer.byteLength(form),
-        },
-      },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      },
-    );
-    req.on('error', reject);
-    req.write(form.slice(0, 10));
-    setTimeout(() => {
-      proc.child.kill('SIGTERM');
-      // A second signal while draining must not kill the process.
-      setTimeout(() => proc.child.kill('SIGTERM'), 100);
-      setTimeout(async () => {
-        try {
-          t.equal(
-            (await fetch(`http://127.0.0.1:${proc.adminPort}/readyz`)).status,
-            503,
-            'not ready while draining',
-          );
-        } catch (err) {
-          reject(err);
-        }
-        req.end(form.slice(10));
-      }, 300);
-    }, 200);
+  const req = httpRequest({
+    host: '127.0.0.1',
+    port: proc.port,
+    method: 'PATCH',
+    path: target,
+    headers: {
+      ...signed({ method: 'PATCH', target, body: form }),
+      'Content-Type': 'multipart/form-data; boundary=b',
+      'Content-Length': Buffer.byteLength(form),
+    },
   });
+  const inFlight = new Promise<number>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+  });
+  req.write(form.slice(0, 10));
+  // The signal comes once the gateway holds the request.
+  const admin = `http://127.0.0.1:${proc.adminPort}`;
+  await until(async () => (await scrape(admin, 'gateway_requests_in_flight')) === 1);
+  proc.child.kill('SIGTERM');
+  await proc.waitFor((l) => l.msg === 'draining');
+  // A second signal while draining must not kill the process.
+  proc.child.kill('SIGTERM');
+  t.equal((await fetch(`${admin}/readyz`)).status, 503, 'not ready while draining');
+  req.end(form.slice(10));
   t.equal(await inFlight, 200, 'the in-flight request completed');
   t.equal(await proc.exited, 0);
   t.ok(proc.lines.some((l) => l.msg === 'draining'));
@@ -81,8 +71,7 @@ t.test('SIGTERM drains: readiness goes false, the in-flight request finishes, ex
 t.test('SIGHUP reloads; an invalid new configuration keeps the old one', async (t) => {
   const dir = copySampleData();
   const file = writeConfig(dir, { prefer: { default_wait: 30 } });
-  const proc = await startProcess(file);
-  t.teardown(() => proc.child.kill('SIGKILL'));
+  const proc = await startProcess(t, file);
   const applied = async () =>
     (await call(proc, { method: 'GET', target: MEMBER })).headers['preference-applied'];
   t.equal(await applied(), 'wait=30');

@@ -10,7 +10,7 @@ import { ConfigError, loadConfigFile, parseConfig } from '../../src/config/load.
 import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { errorOf, JWT_SECRET, request, startGateway, type TestGateway } from '../helpers/gateway.js';
-import { type JwksServer, sleep, startJwksServer, testKey, type TestKey, until } from '../helpers/jwks.js';
+import { type JwksServer, startJwksServer, testKey, type TestKey, until } from '../helpers/jwks.js';
 import { scrape } from '../helpers/metrics.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
@@ -114,11 +114,13 @@ t.test('a request that arrives during the first fetch waits for it', async (t) =
   t.equal(await ready(gw), 503);
   let settled = false;
   const answer = bearer(gw, await rsa.sign(READ)).finally(() => (settled = true));
-  await sleep(100);
+  // Released only once the gateway holds the request: a 200 then proves it waited for the keys
+  // (without them it is refused at once, 401 jwks_unavailable).
+  await until(async () => (await metric(gw, 'gateway_requests_in_flight')) === 1);
   t.notOk(settled, 'the request waits for the keys');
   server.mode = 'ok';
   server.release();
-  t.equal((await answer).status, 200);
+  t.equal((await answer).status, 200, 'answered once the keys came');
   t.equal(server.fetches, 1, 'the request shared the fetch at start');
   t.equal(await ready(gw), 200);
 });
@@ -353,7 +355,7 @@ t.test('the algorithm allow-list and tokens without a kid', async (t) => {
   );
   const ec2 = await testKey('ES256', 'ec-2', { n: 1 });
   server.keys = [rsa.jwk, ec.jwk, ec2.jwk];
-  await sleep(60);
+  // Unknown kids were just fetched for: a new kid inside the cooldown waits for the next fetch.
   t.equal((await bearer(gw, await ec2.sign(READ))).status, 200);
   await refused(t, gw, await ec.sign(READ, { kid: undefined }), 'ambiguous_key');
 });
@@ -646,7 +648,8 @@ t.test('the key manager on its own', async (t) => {
     async (t) => {
       const server = await idp(t, [ec]);
       server.mode = 'hang';
-      const { keys } = manager(server, { cooldown: 10, refreshInterval: 1_000 });
+      const settings = { cooldown: 10, refreshInterval: 1_000 };
+      const { keys } = manager(server, settings);
       await server.fetched(1);
       const waiting = reason(keys.resolve('ES256', 'ec-1'));
       keys.close();
@@ -654,7 +657,12 @@ t.test('the key manager on its own', async (t) => {
       server.release();
       t.equal(await waiting, 'accepted', 'the request on the fetch under way gets its key');
       t.ok(keys.ready());
-      await sleep(1_200);
+      // A manager left open, loaded after the closed one, refreshes after it would have: once it
+      // has, the closed one's refresh would be due too.
+      const control = await idp(t, [ec]);
+      const open = manager(control, settings);
+      await until(() => open.keys.ready(), 15_000);
+      await control.fetched(2, 15_000);
       t.equal(server.fetches, 1, 'no background refresh after close');
       t.equal(await reason(keys.resolve('ES256', 'made-up')), 'unknown_kid');
       t.equal(server.fetches, 2, 'a request may still cause its fetch');

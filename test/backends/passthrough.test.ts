@@ -243,7 +243,9 @@ t.test(
 );
 
 t.test('a pause inside the body is bounded by body_timeout, not headers_timeout', async (t) => {
-  const { stub, gw } = await setup(t, { headers_timeout: '200ms', body_timeout: '2s' });
+  // A pause twice headers_timeout (a loaded machine only makes it longer, never shorter), far
+  // inside body_timeout.
+  const { stub, gw } = await setup(t, { headers_timeout: '200ms', body_timeout: '10s' });
   stub.respond = (_req, res) => {
     res.writeHead(200, { 'Content-Type': 'text/plain' });
     res.write('a');

@@ -182,10 +182,7 @@ t.test('an unreachable upstream is a 502 envelope and /readyz says so', async (t
 t.test('/readyz is ready once the upstream answers a probe', async (t) => {
   const { gw } = await setup(t, members);
   let status = 0;
-  for (let i = 0; i < 50 && status !== 200; i++) {
-    status = (await fetch(`${gw.adminUrl}/readyz`)).status;
-    if (status !== 200) await new Promise((r) => setTimeout(r, 20));
-  }
+  await until(async () => (status = (await fetch(`${gw.adminUrl}/readyz`)).status) === 200);
   t.equal(status, 200);
 });
 
@@ -202,14 +199,17 @@ t.test('an upstream slower than the deadline: 504 and the upstream request abort
 
 t.test('an upstream that resets mid-body cuts the client’s answer; nothing crashes', async (t) => {
   const { stub, gw } = await setup(t, members);
+  // The upstream resets once the client has the answer's head.
+  let reset = () => {};
   stub.respond = (_req, res) => {
     res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '1000' });
     res.write('{"data":');
-    setTimeout(() => res.socket?.destroy(), 20);
+    reset = () => res.socket?.destroy();
   };
   const outcome = await new Promise<string>((resolve) => {
     const headers = signed({ method: 'GET', target: MEMBER });
     const req = httpRequest({ port: gw.port, path: MEMBER, headers, agent: false }, (res) => {
+      reset();
       res.on('data', () => undefined);
       res.on('end', () => resolve('complete'));
       res.on('error', () => resolve('cut'));
@@ -273,11 +273,11 @@ t.test('checksums through the upstream: cached, X-Cache, version from Content-Di
 
 t.test('50 concurrent cold requests for one checksum make exactly one upstream fetch', async (t) => {
   const { stub, gw } = await setup(t, collectors);
-  stub.respond = (_req, res) => {
-    setTimeout(() => {
-      res.writeHead(200, { 'Content-Disposition': 'attachment; filename="sharphound-v2.10.0.zip.sha256"' });
-      res.end('sum\n');
-    }, 100);
+  // The one fetch is answered once the gateway holds all 50 requests.
+  stub.respond = async (_req, res) => {
+    await until(async () => (await metric(gw, /^gateway_requests_in_flight /)) === 50);
+    res.writeHead(200, { 'Content-Disposition': 'attachment; filename="sharphound-v2.10.0.zip.sha256"' });
+    res.end('sum\n');
   };
   const answers = await Promise.all(
     Array.from({ length: 50 }, () => call(gw, { method: 'GET', target: CHECKSUM })),

@@ -8,7 +8,7 @@ const gateway = (...args: string[]) =>
   spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH } });
 
 // Every case starts the real command, a process of its own: some seconds each on a loaded machine.
-t.setTimeout(180_000);
+t.setTimeout(600_000);
 
 const BACKENDS = `backends:
   collectors: { type: local, path: c }

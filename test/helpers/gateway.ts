@@ -221,13 +221,29 @@ export function call(
   });
 }
 
-/** Sends raw bytes on a new connection and resolves with everything the server answered. */
+/**
+ * Sends raw bytes on a new connection and resolves with everything the server answered: once it
+ * closes the connection, once the answer is complete by its `Content-Length`, or else once it has
+ * been silent for `waitMs` after answering (a kept-alive connection). Waiting for the first byte
+ * is bounded by the test's timeout only, so a slow machine never cuts an answer short.
+ */
 export function rawRequest(gw: { port: number }, bytes: string | Buffer, waitMs = 2000): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(gw.port, '127.0.0.1');
     const chunks: Buffer[] = [];
-    const timer = setTimeout(() => socket.destroy(), waitMs);
-    socket.on('data', (c) => chunks.push(c));
+    let timer: NodeJS.Timeout | undefined;
+    socket.on('data', (c) => {
+      chunks.push(c);
+      const text = Buffer.concat(chunks).toString('latin1');
+      const end = text.indexOf('\r\n\r\n');
+      const length = /\r\ncontent-length: *(\d+)\r\n/i.exec(text.slice(0, end + 2));
+      if (end !== -1 && length && text.length - end - 4 >= Number(length[1])) {
+        socket.destroy();
+        return;
+      }
+      clearTimeout(timer);
+      timer = setTimeout(() => socket.destroy(), waitMs);
+    });
     socket.on('error', reject);
     socket.on('close', () => {
       clearTimeout(timer);

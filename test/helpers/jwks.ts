@@ -73,7 +73,7 @@ export async function startJwksServer(keys: JWK[] = []): Promise<JwksServer> {
       waiting.clear();
       for (const res of held) answer(res);
     },
-    async fetched(n: number, ms = 5_000) {
+    async fetched(n: number, ms = 15_000) {
       const until = Date.now() + ms;
       while (state.fetches < n) {
         if (Date.now() > until) throw new Error(`${state.fetches} fetches, expected ${n}`);
@@ -128,7 +128,7 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `check` until it holds (fails after `ms`). */
-export async function until(check: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
+export async function until(check: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > end) throw new Error('condition not met in time');

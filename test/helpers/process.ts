@@ -1,11 +1,51 @@
 /**
  * The gateway as a user runs it: `node dist/cli.js --config FILE` in a process of its own, every
  * stdout line kept (parsed), and ways to wait for a line or for the exit without sleeping.
+ *
+ * None outlives its test: each is killed when the test that spawned it ends (its teardown), when
+ * the test process exits, and, through `tether.mjs`, when the test process dies without either
+ * (a timeout's signal).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { pathToFileURL } from 'node:url';
+import type { Test } from 'tap';
 import { ROOT } from './gateway.js';
+
+const TETHER = `--import=${pathToFileURL(path.join(ROOT, 'test', 'helpers', 'tether.mjs')).href}`;
+
+/** The gateway processes of this test process still running. */
+const running = new Set<ChildProcess>();
+let guarded = false;
+
+/** Kills `child` at once unless it is gone; resolves once it is. */
+function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGKILL');
+  return gone;
+}
+
+/** Kills `child` when `t` ends (if given) and when this process exits, if it is still running then. */
+function guard(t: Test | undefined, child: ChildProcess): void {
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  if (!guarded) {
+    guarded = true;
+    process.once('exit', () => {
+      for (const c of running) c.kill('SIGKILL');
+    });
+  }
+  t?.teardown(() => kill(child));
+}
+
+/** `(t, file, options)`, or `(file, options)` without a teardown of its own. */
+type Args = [Test, string, SpawnOptions?] | [string, SpawnOptions?];
+const parse = (args: Args): [Test | undefined, string, SpawnOptions] =>
+  typeof args[0] === 'string'
+    ? [undefined, args[0], (args[1] as SpawnOptions | undefined) ?? {}]
+    : [args[0], args[1] as string, (args[2] as SpawnOptions | undefined) ?? {}];
 
 export type Line = Record<string, unknown>;
 
@@ -28,13 +68,16 @@ export interface SpawnOptions {
   env?: Record<string, string>;
 }
 
-/** Spawns `gateway --config FILE`. */
-export function spawnGateway(configFile: string, options: SpawnOptions = {}): GatewayProcess {
+/** Spawns `gateway --config FILE`, killed when `t` ends if still running. */
+export function spawnGateway(...args: Args): GatewayProcess {
+  const [t, configFile, options] = parse(args);
   const child = spawn(
     process.execPath,
-    [...(options.nodeArgs ?? []), path.join(ROOT, 'dist', 'cli.js'), '--config', configFile],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } },
+    [TETHER, ...(options.nodeArgs ?? []), path.join(ROOT, 'dist', 'cli.js'), '--config', configFile],
+    // stdin: the tether's pipe, closed by this process' end.
+    { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...options.env } },
   );
+  guard(t, child);
   const lines: Line[] = [];
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
@@ -76,12 +119,9 @@ export interface ListeningGateway extends GatewayProcess {
   adminPort: number;
 }
 
-/** Spawns the gateway and resolves once it logs `listening`. */
-export async function startGatewayProcess(
-  configFile: string,
-  options: SpawnOptions = {},
-): Promise<ListeningGateway> {
-  const proc = spawnGateway(configFile, options);
+/** Spawns the gateway (killed when `t` ends) and resolves once it logs `listening`. */
+export async function startGatewayProcess(...args: Args): Promise<ListeningGateway> {
+  const proc = spawnGateway(...args);
   const listening = await proc.waitFor((l) => l.msg === 'listening');
   return Object.assign(proc, { port: listening.port as number, adminPort: listening.admin_port as number });
 }

@@ -4,46 +4,17 @@
  * worker included, within one second. In workers mode the token metrics are exported from the
  * start and `gateway_tokens` is taken once, not summed over the workers.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import t from 'tap';
 import { stringify } from 'yaml';
 import { baseConfig, request, ROOT, TOKENS } from '../helpers/gateway.js';
 import { createDatabase, createSchema, requirePostgres } from '../helpers/postgres.js';
+import { type ListeningGateway, startGatewayProcess, stopGatewayProcess } from '../helpers/process.js';
 import { createToken, get, metric, tokensCli, tokenStore, until } from '../helpers/tokens.js';
 
-interface Proc {
-  port: number;
-  adminPort: number;
-  child: ChildProcess;
-}
-
-/** Spawns `gateway --config FILE` and resolves once it logs `listening`. */
-function startProcess(configFile: string): Promise<Proc> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), '--config', configFile], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the gateway exited (${code}) before listening`)));
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
-      const line = JSON.parse(l) as Record<string, unknown>;
-      if (line.msg === 'listening' && line.worker === undefined) {
-        resolve({ port: line.port as number, adminPort: line.admin_port as number, child });
-      }
-    });
-  });
-}
-
-function stop(proc: Proc): Promise<void> {
-  return new Promise((resolve) => {
-    if (proc.child.exitCode !== null) return resolve();
-    proc.child.once('exit', () => resolve());
-    proc.child.kill('SIGTERM');
-  });
-}
+type Proc = ListeningGateway;
 
 const admin = async (proc: Proc, what: string) =>
   request({ port: proc.adminPort }, { method: 'GET', target: what });
@@ -78,8 +49,8 @@ if (await requirePostgres(t)) {
       };
       const single = write('single.yaml', {});
       const workers = write('workers.yaml', { server: { host: '127.0.0.1', port: 0, workers: 2 } });
-      const procs = await Promise.all([startProcess(single), startProcess(workers)]);
-      t.teardown(() => Promise.all(procs.map(stop)));
+      const procs = await Promise.all([startGatewayProcess(t, single), startGatewayProcess(t, workers)]);
+      t.teardown(() => Promise.all(procs.map(stopGatewayProcess)));
       for (const p of procs) {
         await until('ready', async () => (await admin(p, '/readyz')).status === 200);
       }

@@ -297,7 +297,9 @@ t.test('an aborted deadline stops reading with its reason', async (t) => {
   t.equal(await read(form(text('name', 'a')), { signal: controller.signal }).catch((e) => e), reason);
 
   const late = new AbortController();
-  const slow = new Readable({ read() {} });
+  let reading!: () => void;
+  const consumed = new Promise<void>((resolve) => (reading = resolve));
+  const slow = new Readable({ read: () => reading() });
   slow.push(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="name"\r\n\r\nabc`);
   const pending = readForm({
     contentType: CONTENT_TYPE,
@@ -306,7 +308,8 @@ t.test('an aborted deadline stops reading with its reason', async (t) => {
     limits: LIMITS,
     signal: late.signal,
   });
-  setTimeout(() => late.abort(reason), 20);
+  await consumed; // the form is being read
+  late.abort(reason);
   t.equal(await pending.catch((e) => e), reason);
   await new Promise((resolve) => setImmediate(resolve));
   t.ok(slow.destroyed, 'the body stream is released');
