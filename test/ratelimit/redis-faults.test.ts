@@ -101,6 +101,7 @@ t.test('a slow Redis (paused) never holds a request; it is found again once it a
   const gw = await startGateway(limits(redis.url, 'allow'));
   t.teardown(() => gw.close());
   const before = await call(gw, { method: 'GET', target: MEMBER });
+  const first = performance.now();
   t.equal(before.headers.ratelimit, '"default";r=99;t=60');
   t.equal((await readyz(gw.adminUrl)).body.checks['rate_limits.redis'], 'ok');
 
@@ -118,7 +119,12 @@ t.test('a slow Redis (paused) never holds a request; it is found again once it a
   await until(async () => (await readyz(gw.adminUrl)).body.checks['rate_limits.redis'] === 'ok', 50);
   const after = await call(gw, { method: 'GET', target: MEMBER });
   t.equal(after.status, 200);
-  t.match(after.headers.ratelimit, /^"default";r=9[78];t=60$/, 'counted in Redis again');
+  const counted = /^"default";r=9[78];t=(\d+)$/.exec(after.headers.ratelimit ?? '');
+  t.ok(counted, `counted in Redis again: ${after.headers.ratelimit}`);
+  // t: the seconds until the first admission leaves the 60 s window (a loaded machine may take a
+  // few seconds to get here).
+  const elapsed = Math.ceil((performance.now() - first) / 1000);
+  t.ok(Number(counted?.[1]) <= 60 && Number(counted?.[1]) >= 60 - elapsed, `t=${counted?.[1]}`);
 });
 
 t.test('a Redis restarted mid-run: requests go on, counting resumes', async (t) => {
