@@ -119,7 +119,7 @@ t.test('a slow Redis (paused) never holds a request; it is found again once it a
   await until(async () => (await readyz(gw.adminUrl)).body.checks['rate_limits.redis'] === 'ok', 50);
   const after = await call(gw, { method: 'GET', target: MEMBER });
   t.equal(after.status, 200);
-  const counted = /^"default";r=9[78];t=(\d+)$/.exec(after.headers.ratelimit ?? '');
+  const counted = /^"default";r=9[78];t=(\d+)$/.exec(String(after.headers.ratelimit ?? ''));
   t.ok(counted, `counted in Redis again: ${after.headers.ratelimit}`);
   // t: the seconds until the first admission leaves the 60 s window (a loaded machine may take a
   // few seconds to get here).

@@ -1,11 +1,9 @@
 /**
  * The seam between the gateway and OpenTelemetry (contract §10). The request path knows only these
- * interfaces; the SDK is imported (dynamically) only when `tracing` is configured, so a gateway
+ * interfaces; the SDK is imported (dynamically, by load.ts) only when `tracing` is configured, so a gateway
  * without it loads none of it and pays one `undefined` check per request.
  */
 import type { IncomingMessage } from 'node:http';
-import type { TracingConfig } from '../../config/tracing.js';
-import type { Logger } from '../logger.js';
 
 /** Span attribute values: HTTP semantic-convention names, never credentials or query strings. */
 export type SpanAttributes = Record<string, string | number | boolean | undefined>;
@@ -44,17 +42,4 @@ export interface Tracing {
   ): T;
   /** Sends the spans still held and stops. */
   shutdown(): Promise<void>;
-}
-
-/**
- * The tracing of `config`, or undefined when it is off. The SDK is imported here, on first use,
- * and only when tracing is configured.
- */
-export async function loadTracing(
-  config: TracingConfig | undefined,
-  logger: Logger,
-): Promise<Tracing | undefined> {
-  if (config === undefined) return undefined;
-  const { createOtelTracing } = await import('./otel.js');
-  return createOtelTracing(config, logger);
 }
