@@ -15,7 +15,7 @@ export function percentile(sorted, p) {
 }
 
 /**
- * One run of `amount` requests against `target` ({url, headers, expect, pgid}) on `connections`
+ * One run of `amount` requests against `target` ({url, headers, expect, pgid, rate}) on `connections`
  * connections. Resolves with the target's CPU µs per request, req/s, p50/p99 in ms, and the
  * failures: non-2xx by status, bodies unlike `expect`, connection errors, timeouts.
  */
@@ -31,6 +31,7 @@ export function drive(target, { connections, amount }) {
         connections,
         amount,
         timeout: 10,
+        ...(target.rate ? { overallRate: target.rate } : {}),
         ...(target.expect ? { expectBody: target.expect.toString('utf8') } : {}),
       },
       (err, result) => {
