@@ -22,8 +22,6 @@ import { type KeySourceState, newKeySourceState } from './key-sources.js';
 
 /** Requests of the whole process that may wait for a cooldown to end; beyond, refused at once. */
 export const MAX_WAITING = 1000;
-/** Requests now waiting for a cooldown to end, over every provider of the process. */
-let waiting = 0;
 
 const RESULTS: readonly FetchResult[] = ['ok', 'error', 'timeout', 'invalid'];
 const JWKS_TYPES = 'application/jwk-set+json, application/json';
@@ -46,6 +44,11 @@ export interface JwksOptions {
   algorithms: readonly string[];
   /** What this source learnt before (a reload with the source unchanged); a new state when absent. */
   state?: KeySourceState;
+  /**
+   * The count of requests waiting for a cooldown to end, shared by every provider of the app
+   * instance (at most `MAX_WAITING`); this manager's own when absent.
+   */
+  waiters?: { count: number };
   metrics?: Metrics;
   logger?: Logger;
   /** Traces each fetch as a client span (of the request that caused it, if any). */
@@ -89,6 +92,7 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
   const { metrics, logger, source, provider, cooldown } = options;
   const allowed = new Set(options.algorithms);
   const state = options.state ?? newKeySourceState();
+  const waiters = options.waiters ?? { count: 0 };
   // Closed (a reload replaced this configuration): no more background refreshes, but a request
   // already here still gets its fetch, as old backends drain. The state is shared with the successor.
   let closed = false;
@@ -190,12 +194,13 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
         void fetchKeys('kid');
         continue;
       }
-      if (next >= (wait.deadline ?? Number.POSITIVE_INFINITY) || waiting >= MAX_WAITING) return 'unknown';
-      waiting += 1;
+      if (next >= (wait.deadline ?? Number.POSITIVE_INFINITY) || waiters.count >= MAX_WAITING)
+        return 'unknown';
+      waiters.count += 1;
       try {
         await within(wake(next), wait.signal);
       } finally {
-        waiting -= 1;
+        waiters.count -= 1;
       }
     }
   };

@@ -246,7 +246,9 @@ function provider(config: JwtProvider, options: JwtVerifierOptions, now: () => n
     cooldown: config.cooldown,
     algorithms,
     now,
-    ...(options.keySources ? { state: options.keySources.state(id) } : {}),
+    ...(options.keySources
+      ? { state: options.keySources.state(id), waiters: options.keySources.waiters }
+      : {}),
     ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.tracing ? { tracing: options.tracing } : {}),

@@ -33,6 +33,8 @@ export function newKeySourceState(): KeySourceState {
 /** Every key source's state by its identity (where its keys come from, and for which algorithms). */
 export class KeySources {
   readonly #states = new Map<string, KeySourceState>();
+  /** Requests waiting for a cooldown to end, over every identity provider of the app instance. */
+  readonly waiters = { count: 0 };
 
   /** The state of source `id`: the one kept from an earlier configuration, or a new one. */
   state(id: string): KeySourceState {

@@ -4,6 +4,7 @@
  * database). A store token wins over a YAML entry with the same id, which is then ignored with a
  * warning naming its path. Expiry and the end of a rotation's overlap are checked on every look-up.
  */
+import { randomUUID } from 'node:crypto';
 import type { TokenConfig } from '../config/schema.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics, TokenCounts } from '../observability/metrics.js';
@@ -56,9 +57,6 @@ const UNKNOWN: RefusedToken = Object.freeze({ ok: false, reason: 'unknown_token'
 const REVOKED: RefusedToken = Object.freeze({ ok: false, reason: 'revoked_token' });
 const EXPIRED: RefusedToken = Object.freeze({ ok: false, reason: 'expired_token' });
 
-/** Distinguishes the keys one id has had, so a rotated key never meets the old key's cached entries. */
-let generation = 0;
-
 function entry(
   identity: Identity,
   keys: { key: string; previous?: { key: string; until: number } },
@@ -66,10 +64,10 @@ function entry(
   used: () => void,
 ): Entry {
   const id = identity.tokenId as string;
-  const current = { cacheId: `${id}:${++generation}`, key: Buffer.from(keys.key, 'utf8') };
+  const current = { cacheId: `${id}:${randomUUID()}`, key: Buffer.from(keys.key, 'utf8') };
   const single: UsableToken = Object.freeze({ ok: true, identity, keys: Object.freeze([current]), used });
   if (keys.previous === undefined) return { both: single, single, previousUntil: 0, expiresAt };
-  const previous = { cacheId: `${id}:${++generation}`, key: Buffer.from(keys.previous.key, 'utf8') };
+  const previous = { cacheId: `${id}:${randomUUID()}`, key: Buffer.from(keys.previous.key, 'utf8') };
   const both: UsableToken = Object.freeze({
     ok: true,
     identity,
