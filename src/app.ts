@@ -198,6 +198,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     runtime = await buildRuntime(config, instance);
   } catch (err) {
     tls.close();
+    await tracing?.shutdown();
     throw err;
   }
   metrics.readiness(() => runtime.checks());
