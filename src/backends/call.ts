@@ -3,7 +3,21 @@
  * abort signal and, for a backend that forwards, the description of what to forward. A backend never
  * sees the HTTP request itself.
  */
+import type { EventEmitter } from 'node:events';
 import type { ForwardedRequest } from '../upstream/forwarded.js';
+
+/**
+ * An abort signal as an `EventEmitter` that emits `abort` once, with `aborted` and `reason` as an
+ * `AbortSignal` has them: a form undici's `signal` option takes, far cheaper to make than an
+ * `AbortController` (one per request to an upstream otherwise, with its event-target listeners).
+ */
+export interface AbortEmitter extends EventEmitter {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+}
+
+/** What stops a call to an upstream: an `AbortSignal`, or the cheaper `AbortEmitter`. */
+export type StopSignal = AbortSignal | AbortEmitter;
 
 export interface BackendCall {
   /**
@@ -11,6 +25,11 @@ export interface BackendCall {
    * It may be created on first access, so a backend that never waits need not ask for it.
    */
   readonly signal: AbortSignal;
+  /**
+   * The same stop as `signal`, as an `AbortEmitter` (or `signal` itself): what an upstream request
+   * is given, where nothing needs an `AbortSignal`'s own methods. Made on first access.
+   */
+  readonly stop: StopSignal;
   /** What an upstream forwards of the request (method, raw target, body, …); built on first access. */
   readonly request: ForwardedRequest;
   /**

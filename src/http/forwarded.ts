@@ -2,11 +2,11 @@
  * The one place a request becomes what a backend may know of it: the `BackendCall` an operation
  * passes down (the deadline's signal and, on first use, the `ForwardedRequest` an upstream sends).
  */
-import type { BackendCall } from '../backends/call.js';
+import type { BackendCall, StopSignal } from '../backends/call.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ClientCredentials, ForwardedRequest } from '../upstream/forwarded.js';
 import type { RequestContext } from './context.js';
-import { deadlineOf } from './deadline.js';
+import { deadlineOf, stopOf } from './deadline.js';
 
 /** A trusted proxy's `X-Forwarded-Proto`: its first entry, when it names a scheme. */
 const PROTO = /^\s*(https?)\s*(?:,|$)/i;
@@ -67,6 +67,9 @@ class RequestCall implements BackendCall {
   constructor(private readonly ctx: RequestContext) {}
   get signal(): AbortSignal {
     return deadlineOf(this.ctx);
+  }
+  get stop(): StopSignal {
+    return stopOf(this.ctx);
   }
   get request(): ForwardedRequest {
     return (this.#request ??= forwardedRequest(this.ctx));

@@ -67,7 +67,11 @@ export async function relay(ctx: RequestContext, answer: UpstreamAnswer): Promis
   const bodiless = ctx.req.method === 'HEAD' || answer.status === 204 || answer.status === 304;
   if (Buffer.isBuffer(body)) {
     // The bytes held are the body: their length is its length (a HEAD keeps the upstream's word).
-    const headers = bodiless ? answer.headers : { ...answer.headers, 'content-length': String(body.length) };
+    const length = String(body.length);
+    const headers =
+      bodiless || answer.headers['content-length'] === length
+        ? answer.headers
+        : { ...answer.headers, 'content-length': length };
     writeHead(ctx, answer.status, headerList(headers));
     if (!bodiless) ctx.bytesOut = body.length;
     ctx.res.end(bodiless ? undefined : body);

@@ -66,17 +66,34 @@ export function relayableStatus(status: number): boolean {
   return status >= 100 && status <= 599 && status !== 101;
 }
 
-/** The whole of `body`, refused as a bad answer (502) past `limit` bytes. */
-export async function readBounded(body: Readable, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      body.destroy();
-      throw errors.upstreamBadAnswer('too_large');
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks, size);
+/**
+ * The whole of `body`, refused as a bad answer (502) past `limit` bytes. One chunk is handed on as
+ * it came (no copy); a body that fails or closes before its end rejects.
+ */
+export function readBounded(body: Readable, limit: number): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const fail = (err: unknown) => {
+      body.off('data', onData);
+      reject(err);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        fail(errors.upstreamBadAnswer('too_large'));
+        body.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    };
+    body.on('data', onData);
+    body.once('error', fail);
+    body.once('close', () => {
+      if (!body.readableEnded) fail(errors.upstreamBadAnswer('truncated'));
+    });
+    body.once('end', () =>
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)),
+    );
+  });
 }

@@ -5,6 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { type Dispatcher, Pool } from 'undici';
+import type { StopSignal } from '../backends/call.js';
 import { errors } from '../errors.js';
 import { openUpstreamTls, upstreamTlsKey } from '../tls/upstream.js';
 import { passedHeaders, readBounded, relayableStatus, UpstreamAnswer } from './answer.js';
@@ -16,7 +17,7 @@ import type { ForwardedRequest } from './forwarded.js';
 export interface Outgoing {
   readonly request: ForwardedRequest;
   readonly headers?: Readonly<Record<string, string>>;
-  readonly signal: AbortSignal;
+  readonly signal: StopSignal;
   /** Told how long the upstream took to answer (or fail): the request line's `upstream_ms`. */
   readonly meter?: { spent?(ms: number): void };
 }
@@ -24,13 +25,23 @@ export interface Outgoing {
 /** An upstream's answer as it arrives: status, headers, and the body still streaming. */
 export type Arrived = Dispatcher.ResponseData;
 
+/**
+ * The most bytes of an answer's declared body that are read whole before it is relayed (an answer
+ * of this API is a small JSON document; nginx buffers answers the same way by default).
+ */
+export const HELD = 64 * 1024;
+
 export interface UpstreamClient {
   /** Sends `outgoing`; the answer's body streams. Throws the catalogue's 502/504 when the upstream fails. */
   send(outgoing: Outgoing): Promise<Arrived>;
   /** The whole body of `answer` (a 502 past `limit` bytes), failures translated as `send`'s. */
-  read(answer: Arrived, limit: number, signal: AbortSignal): Promise<Buffer>;
-  /** `answer` as it is relayed: its status, body-describing headers and streaming body. */
-  relayed(answer: Arrived): UpstreamAnswer;
+  read(answer: Arrived, limit: number, signal: StopSignal): Promise<Buffer>;
+  /**
+   * `answer` as it is relayed: its status, body-describing headers and body. A body that declares
+   * at most `HELD` bytes is read whole first (one write to the client, and an upstream failing
+   * mid-body is a clean 502 or 504 rather than a cut answer); a larger or undeclared one streams.
+   */
+  relayed(answer: Arrived, signal: StopSignal): UpstreamAnswer | Promise<UpstreamAnswer>;
   ready(): boolean;
   close(): Promise<void>;
 }
@@ -105,14 +116,23 @@ export function createUpstreamClient(
       const headers = endpoint.headers(request, target, body);
       return headers instanceof Promise ? headers.then(traced) : traced(headers);
     },
-    async read(answer, limit, signal) {
-      try {
-        return await readBounded(answer.body, limit);
-      } catch (err) {
+    read(answer, limit, signal) {
+      return readBounded(answer.body, limit).catch((err: unknown) => {
         throw endpoint.failed(err, signal);
-      }
+      });
     },
-    relayed: (answer) => new UpstreamAnswer(answer.statusCode, passedHeaders(answer.headers), answer.body),
+    relayed(answer, signal) {
+      const headers = passedHeaders(answer.headers);
+      const declared = headers['content-length'];
+      const size = declared === undefined ? Number.NaN : Number(declared);
+      if (!(size <= HELD)) return new UpstreamAnswer(answer.statusCode, headers, answer.body);
+      return readBounded(answer.body, size).then(
+        (body) => new UpstreamAnswer(answer.statusCode, headers, body),
+        (err: unknown) => {
+          throw endpoint.failed(err, signal);
+        },
+      );
+    },
     ready: () => endpoint.ready(),
     async close() {
       endpoint.close();

@@ -64,7 +64,11 @@ export interface UpstreamEndpoint {
    * 504, counted by kind. A failure
    * to reach the upstream marks it not ready.
    */
-  failed(err: unknown, signal: AbortSignal, started?: number): unknown;
+  failed(
+    err: unknown,
+    signal: { readonly aborted: boolean; readonly reason: unknown },
+    started?: number,
+  ): unknown;
   /** False after the last contact (a probe or a request) with the upstream failed. */
   ready(): boolean;
   close(): void;

@@ -19,6 +19,7 @@ import {
 } from '../helpers/gateway.js';
 import { startUpstream, upstreamBackend, UPSTREAM_TOKEN_ID, type StubUpstream } from '../helpers/upstream.js';
 import { until } from '../helpers/wait.js';
+import { HELD } from '../../src/upstream/client.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 const CHECKSUM = '/api/v2/collectors/sharphound/latest/checksum';
@@ -197,33 +198,83 @@ t.test('an upstream slower than the deadline: 504 and the upstream request abort
   t.equal(await metric(gw, /^gateway_deadline_exceeded_total\{operation="GetAssetGroupTagMember"\}/), 1);
 });
 
-t.test('an upstream that resets mid-body cuts the client’s answer; nothing crashes', async (t) => {
-  const { stub, gw } = await setup(t, members);
-  // The upstream resets once the client has the answer's head.
-  let reset = () => {};
-  stub.respond = (_req, res) => {
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '1000' });
-    res.write('{"data":');
-    reset = () => res.socket?.destroy();
-  };
-  const outcome = await new Promise<string>((resolve) => {
-    const headers = signed({ method: 'GET', target: MEMBER });
-    const req = httpRequest({ port: gw.port, path: MEMBER, headers, agent: false }, (res) => {
-      reset();
-      res.on('data', () => undefined);
-      res.on('end', () => resolve('complete'));
-      res.on('error', () => resolve('cut'));
-      res.on('aborted', () => resolve('cut'));
+t.test(
+  'an upstream that resets mid-body, on an answer streamed as it arrives: the client’s answer is cut; nothing crashes',
+  async (t) => {
+    const { stub, gw } = await setup(t, members);
+    // Declared past the 64 KiB held whole: streamed. The upstream resets once the client has the head.
+    let reset = () => {};
+    stub.respond = (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(HELD + 1) });
+      res.write('{"data":');
+      reset = () => res.socket?.destroy();
+    };
+    const outcome = await new Promise<string>((resolve) => {
+      const headers = signed({ method: 'GET', target: MEMBER });
+      const req = httpRequest({ port: gw.port, path: MEMBER, headers, agent: false }, (res) => {
+        reset();
+        res.on('data', () => undefined);
+        res.on('end', () => resolve('complete'));
+        res.on('error', () => resolve('cut'));
+        res.on('aborted', () => resolve('cut'));
+      });
+      req.on('error', () => resolve('cut'));
+      req.end();
     });
-    req.on('error', () => resolve('cut'));
-    req.end();
-  });
-  t.equal(outcome, 'cut', 'a truncated body is never passed off as complete');
-  stub.respond = (_req, res) => {
-    res.end('{}');
-  };
-  t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 200, 'the gateway still serves');
-});
+    t.equal(outcome, 'cut', 'a truncated body is never passed off as complete');
+    stub.respond = (_req, res) => {
+      res.end('{}');
+    };
+    t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 200, 'the gateway still serves');
+  },
+);
+
+t.test(
+  'an upstream that resets mid-body, on an answer of at most 64 KiB (read whole first): a 502, nothing sent of it',
+  async (t) => {
+    const { stub, gw } = await setup(t, members);
+    for (const declared of [1000, HELD]) {
+      stub.respond = (_req, res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(declared) });
+        res.write('{"data":', () => res.socket?.destroy());
+      };
+      const res = await call(gw, { method: 'GET', target: MEMBER });
+      t.equal(res.status, 502, `declared ${declared} bytes`);
+      t.equal(errorOf(res).context, 'upstream');
+      t.notOk(res.headers['content-length'] === String(declared), 'none of the upstream’s headers went out');
+    }
+    // An answer of exactly 64 KiB, whole: relayed with its own length.
+    const big = Buffer.alloc(HELD, 'a');
+    stub.respond = (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': String(big.length) });
+      res.end(big);
+    };
+    const whole = await call(gw, { method: 'GET', target: MEMBER });
+    t.equal(whole.status, 200);
+    t.equal(whole.headers['content-length'], String(HELD));
+    t.equal(whole.body.length, HELD);
+    stub.respond = (_req, res) => {
+      res.end('{}');
+    };
+    t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 200, 'the gateway still serves');
+  },
+);
+
+t.test(
+  'a deadline that passes while an answer is read whole: 504 and the upstream connection closed',
+  async (t) => {
+    const { stub, gw } = await setup(t, members);
+    stub.respond = (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '100' });
+      res.write('{"data":'); // and never the rest
+    };
+    const res = await call(gw, { method: 'GET', target: MEMBER, headers: { Prefer: 'wait=1' } });
+    t.equal(res.status, 504);
+    t.same(errorOf(res), { status: 504, context: 'request', message: 'request timed out' });
+    await until(() => stub.seen[0]?.aborted === true);
+    t.equal(stub.seen[0]?.aborted, true, 'the upstream saw the request closed');
+  },
+);
 
 t.test('garbage from the upstream is a 502', async (t) => {
   const { stub, gw } = await setup(t, members);

@@ -7,5 +7,5 @@ export function callOf(
   signal: AbortSignal = new AbortController().signal,
   request: ForwardedRequest = neutralRequest('GET', '/'),
 ): BackendCall {
-  return { signal, request };
+  return { signal, stop: signal, request };
 }

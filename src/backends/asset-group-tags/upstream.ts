@@ -17,10 +17,10 @@ export const upstreamAssetGroupTags: BackendType<
     const client = createUpstreamClient(config, deps.name, deps);
     return {
       async getMember(_tagId, _memberId, call) {
-        const { request, signal } = call;
+        const { request, stop } = call;
         const headers = { accept: 'application/json' };
-        const answer = await client.send({ request, headers, signal, meter: call });
-        return client.relayed(answer);
+        const answer = await client.send({ request, headers, signal: stop, meter: call });
+        return client.relayed(answer, stop);
       },
       ready: () => client.ready(),
       close: () => client.close(),

@@ -182,6 +182,7 @@ export function createChecksumCache<B extends CollectorsBackend>(inner: B, optio
     const outcome = await join(key, call.signal, async (own) => {
       const found = await inner.getChecksum(type, release, {
         signal: own,
+        stop: own,
         request,
         spent: (ms) => call.spent?.(ms),
       });
@@ -202,6 +203,7 @@ export function createChecksumCache<B extends CollectorsBackend>(inner: B, optio
       try {
         found = await inner.getChecksum(type, 'latest', {
           signal: own,
+          stop: own,
           request,
           spent: (ms) => call.spent?.(ms),
         });

@@ -24,7 +24,7 @@ export const upstreamCollectors: BackendType<UpstreamConfig & { type: 'upstream'
       // The client's own credentials decide what it may read: nothing is shared across identities.
       perIdentity: config.auth.type === 'client',
       async getChecksum(type, release, call) {
-        const { request, signal } = call;
+        const { request, stop: signal } = call;
         const answer = await client.send({
           request,
           headers: { accept: 'application/octet-stream' },

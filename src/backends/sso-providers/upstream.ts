@@ -20,10 +20,10 @@ export const upstreamSsoProviders: BackendType<UpstreamConfig & { type: 'upstrea
       exists: async () => true,
       roleExists: async () => true,
       async update(_id, _patch, call) {
-        const { request, signal } = call;
+        const { request, stop } = call;
         const headers = { accept: 'application/json' };
-        const answer = await client.send({ request, headers, signal, meter: call });
-        return client.relayed(answer);
+        const answer = await client.send({ request, headers, signal: stop, meter: call });
+        return client.relayed(answer, stop);
       },
       ready: () => client.ready(),
       close: () => client.close(),
