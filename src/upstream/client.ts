@@ -8,10 +8,13 @@ import { type Dispatcher, Pool } from 'undici';
 import type { StopSignal } from '../backends/call.js';
 import { errors } from '../errors.js';
 import { openUpstreamTls, upstreamTlsKey } from '../tls/upstream.js';
-import { passedHeaders, readBounded, relayableStatus, UpstreamAnswer } from './answer.js';
+import { passedHeaders, readBounded, UpstreamAnswer } from './answer.js';
 import type { UpstreamConfig } from './config.js';
 import { clientAttributes, createEndpoint, type UpstreamDeps } from './endpoint.js';
+import { type Arrived, Exchange } from './exchange.js';
 import type { ForwardedRequest } from './forwarded.js';
+
+export { type Arrived, HELD } from './exchange.js';
 
 /** One request to send: what to forward, extra headers (`accept`), and the signal that stops it. */
 export interface Outgoing {
@@ -22,26 +25,17 @@ export interface Outgoing {
   readonly meter?: { spent?(ms: number): void };
 }
 
-/** An upstream's answer as it arrives: status, headers, and the body still streaming. */
-export type Arrived = Dispatcher.ResponseData;
-
-/**
- * The most bytes of an answer's declared body that are read whole before it is relayed (an answer
- * of this API is a small JSON document; nginx buffers answers the same way by default).
- */
-export const HELD = 64 * 1024;
-
 export interface UpstreamClient {
-  /** Sends `outgoing`; the answer's body streams. Throws the catalogue's 502/504 when the upstream fails. */
+  /**
+   * Sends `outgoing`. The answer comes whole when it declared at most `HELD` bytes (an upstream
+   * failing mid-body is then a clean 502 or 504, never a cut answer), else at its head with the
+   * body streaming. Throws the catalogue's 502/504 when the upstream fails.
+   */
   send(outgoing: Outgoing): Promise<Arrived>;
   /** The whole body of `answer` (a 502 past `limit` bytes), failures translated as `send`'s. */
   read(answer: Arrived, limit: number, signal: StopSignal): Promise<Buffer>;
-  /**
-   * `answer` as it is relayed: its status, body-describing headers and body. A body that declares
-   * at most `HELD` bytes is read whole first (one write to the client, and an upstream failing
-   * mid-body is a clean 502 or 504 rather than a cut answer); a larger or undeclared one streams.
-   */
-  relayed(answer: Arrived, signal: StopSignal): UpstreamAnswer | Promise<UpstreamAnswer>;
+  /** `answer` as it is relayed: its status, body-describing headers and body. */
+  relayed(answer: Arrived): UpstreamAnswer;
   ready(): boolean;
   close(): Promise<void>;
 }
@@ -88,51 +82,44 @@ export function createUpstreamClient(
         // A held body's size is known: it goes out with a length, not chunked.
         if (body !== undefined && !Buffer.isBuffer(body)) headers['content-length'] = String(body.size);
         const started = performance.now();
-        return pool
-          .request({
-            method: request.method as Dispatcher.HttpMethod,
-            path: target,
-            headers,
-            body: body === undefined || Buffer.isBuffer(body) ? body : body.stream(),
-            signal,
-          })
-          .then(
-            (answer) => {
+        return new Promise<Arrived>((resolve, reject) => {
+          const exchange = new Exchange(request.method, signal, {
+            head() {
               meter?.spent?.(performance.now() - started);
-              if (!relayableStatus(answer.statusCode)) {
-                // Not awaited: the 502 goes out at once, and the connection is released (or cut) after.
-                answer.body.dump().catch(() => undefined);
-                throw endpoint.failed(errors.upstreamBadAnswer('status'), signal, started);
-              }
               endpoint.answered(started);
-              return answer;
             },
-            (err: unknown) => {
+            resolve,
+            reject(err, beforeHead) {
+              if (!beforeHead) return reject(endpoint.failed(err, signal));
               meter?.spent?.(performance.now() - started);
-              throw endpoint.failed(err, signal, started);
+              reject(endpoint.failed(err, signal, started));
             },
+          });
+          pool.dispatch(
+            {
+              method: request.method as Dispatcher.HttpMethod,
+              path: target,
+              headers,
+              body: body === undefined || Buffer.isBuffer(body) ? body : body.stream(),
+            },
+            exchange,
           );
+        });
       };
       const headers = endpoint.headers(request, target, body);
       return headers instanceof Promise ? headers.then(traced) : traced(headers);
     },
     read(answer, limit, signal) {
-      return readBounded(answer.body, limit).catch((err: unknown) => {
+      const { body } = answer;
+      if (Buffer.isBuffer(body)) {
+        if (body.length <= limit) return Promise.resolve(body);
+        return Promise.reject(endpoint.failed(errors.upstreamBadAnswer('too_large'), signal));
+      }
+      return readBounded(body, limit).catch((err: unknown) => {
         throw endpoint.failed(err, signal);
       });
     },
-    relayed(answer, signal) {
-      const headers = passedHeaders(answer.headers);
-      const declared = headers['content-length'];
-      const size = declared === undefined ? Number.NaN : Number(declared);
-      if (!(size <= HELD)) return new UpstreamAnswer(answer.statusCode, headers, answer.body);
-      return readBounded(answer.body, size).then(
-        (body) => new UpstreamAnswer(answer.statusCode, headers, body),
-        (err: unknown) => {
-          throw endpoint.failed(err, signal);
-        },
-      );
-    },
+    relayed: (answer) => new UpstreamAnswer(answer.statusCode, passedHeaders(answer.headers), answer.body),
     ready: () => endpoint.ready(),
     async close() {
       endpoint.close();

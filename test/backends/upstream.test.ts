@@ -261,6 +261,135 @@ t.test(
 );
 
 t.test(
+  'a large answer streams through intact, with or without a length, to a reader that pauses',
+  async (t) => {
+    const { stub, gw } = await setup(t, members);
+    // Larger than every buffer on the way: the upstream is paused while the reader is.
+    const big = Buffer.alloc(16 * 1024 * 1024);
+    for (let i = 0; i < big.length; i++) big[i] = i % 251;
+    for (const declared of [true, false]) {
+      let sent = false;
+      stub.respond = (_req, res) => {
+        res.writeHead(200, {
+          'Content-Type': 'application/octet-stream',
+          ...(declared ? { 'Content-Length': String(big.length) } : {}),
+        });
+        res.end(big);
+        sent = true;
+      };
+      const received = await new Promise<{ status: number; length?: string; body: Buffer }>(
+        (resolve, reject) => {
+          const headers = signed({ method: 'GET', target: MEMBER });
+          const req = httpRequest({ port: gw.port, path: MEMBER, headers, agent: false }, (res) => {
+            const chunks: Buffer[] = [];
+            // Reads nothing until the upstream has handed over what it could, then everything.
+            res.pause();
+            void until(() => sent).then(() => res.resume());
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              resolve({
+                status: res.statusCode ?? 0,
+                length: res.headers['content-length'],
+                body: Buffer.concat(chunks),
+              }),
+            );
+            res.on('error', reject);
+          });
+          req.on('error', reject);
+          req.end();
+        },
+      );
+      t.equal(received.status, 200, declared ? 'with a length' : 'chunked');
+      t.equal(received.length, declared ? String(big.length) : undefined);
+      t.ok(received.body.equals(big), 'every byte, in order');
+    }
+  },
+);
+
+t.test('a client gone while a large answer streams: the upstream request is aborted', async (t) => {
+  const { stub, gw } = await setup(t, members);
+  stub.respond = (_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': String(HELD * 4) });
+    res.write(Buffer.alloc(HELD)); // and the rest never
+  };
+  await new Promise<void>((resolve) => {
+    const headers = signed({ method: 'GET', target: MEMBER });
+    const req = httpRequest({ port: gw.port, path: MEMBER, headers, agent: false }, (res) => {
+      res.once('data', () => {
+        req.destroy();
+        resolve();
+      });
+    });
+    req.on('error', () => undefined);
+    req.end();
+  });
+  await until(() => stub.seen[0]?.aborted === true);
+  t.equal(stub.seen[0]?.aborted, true, 'the upstream saw the request closed');
+  await until(() => gw.logs.some((l) => l.msg === 'request'));
+  t.equal(gw.logs.find((l) => l.msg === 'request')?.status, 499);
+});
+
+t.test(
+  'a deadline that passes while a large answer streams: the answer is cut, the upstream request aborted',
+  async (t) => {
+    const { stub, gw } = await setup(t, members);
+    stub.respond = (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': String(HELD * 4) });
+      res.write(Buffer.alloc(HELD)); // and the rest never
+    };
+    const outcome = await new Promise<string>((resolve) => {
+      const headers = { ...signed({ method: 'GET', target: MEMBER }), Prefer: 'wait=1' };
+      const req = httpRequest({ port: gw.port, path: MEMBER, headers, agent: false }, (res) => {
+        res.on('data', () => undefined);
+        res.on('end', () => resolve('complete'));
+        res.on('error', () => resolve('cut'));
+        res.on('aborted', () => resolve('cut'));
+      });
+      req.on('error', () => resolve('cut'));
+      req.end();
+    });
+    t.equal(outcome, 'cut');
+    await until(() => stub.seen[0]?.aborted === true);
+    t.equal(stub.seen[0]?.aborted, true, 'the upstream saw the request closed');
+  },
+);
+
+t.test(
+  'a request waiting for a free upstream connection stops at its deadline and never goes out',
+  async (t) => {
+    const { stub, gw } = await setup(t, (stub) => members(stub, { connections: 1 }));
+    stub.respond = () => undefined; // the first request holds the only connection
+    const first = call(gw, { method: 'GET', target: MEMBER, headers: { Prefer: 'wait=3' } });
+    await until(() => stub.seen.length === 1);
+    const second = await call(gw, {
+      method: 'GET',
+      target: `${MEMBER}?second`,
+      headers: { Prefer: 'wait=1' },
+    });
+    t.equal(second.status, 504);
+    t.same(errorOf(second), { status: 504, context: 'request', message: 'request timed out' });
+    t.equal((await first).status, 504);
+    t.notOk(
+      stub.seen.some((s) => s.url.endsWith('?second')),
+      'the queued request never reached the upstream',
+    );
+  },
+);
+
+t.test('informational answers before the real one are passed over', async (t) => {
+  const { stub, gw } = await setup(t, members);
+  stub.respond = (_req, res) => {
+    res.writeEarlyHints({ link: '</style.css>; rel=preload' }, () => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{"data":{}}');
+    });
+  };
+  const res = await call(gw, { method: 'GET', target: MEMBER });
+  t.equal(res.status, 200);
+  t.equal(res.body.toString(), '{"data":{}}');
+});
+
+t.test(
   'a deadline that passes while an answer is read whole: 504 and the upstream connection closed',
   async (t) => {
     const { stub, gw } = await setup(t, members);

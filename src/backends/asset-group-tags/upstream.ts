@@ -20,7 +20,7 @@ export const upstreamAssetGroupTags: BackendType<
         const { request, stop } = call;
         const headers = { accept: 'application/json' };
         const answer = await client.send({ request, headers, signal: stop, meter: call });
-        return client.relayed(answer, stop);
+        return client.relayed(answer);
       },
       ready: () => client.ready(),
       close: () => client.close(),

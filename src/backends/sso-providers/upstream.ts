@@ -23,7 +23,7 @@ export const upstreamSsoProviders: BackendType<UpstreamConfig & { type: 'upstrea
         const { request, stop } = call;
         const headers = { accept: 'application/json' };
         const answer = await client.send({ request, headers, signal: stop, meter: call });
-        return client.relayed(answer, stop);
+        return client.relayed(answer);
       },
       ready: () => client.ready(),
       close: () => client.close(),
