@@ -104,7 +104,7 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
     },
     { name: 'gateway member local, JWT', proc: local, path: MEMBER, headers: jwt, expect: member },
     {
-      name: 'gateway member + rate limit (local, signed, 10,000/1 s policy; driven at 8,000 req/s)',
+      name: 'gateway member + rate limit (local, signed, 10,000/1 s policy; driven at 5,000 req/s)',
       role: 'gw-rate-limit',
       proc: limited,
       path: MEMBER,
@@ -112,7 +112,7 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
       expect: member,
       // One identity at most 10,000 a second (§7's largest limit): driven below it, every request is
       // admitted, and the row measures the decision's cost, not 429s.
-      rate: 8000,
+      rate: 5000,
     },
     {
       name: 'gateway member upstream, signed',

@@ -20,30 +20,57 @@ const HOST = /^\s*([A-Za-z0-9.\-_:[\]]{1,255})\s*(?:,|$)/;
  * from the peer when it is a trusted proxy, else from what the gateway saw.
  */
 export function forwardedRequest(ctx: RequestContext): ForwardedRequest {
-  const { req } = ctx;
-  const given = (name: string, form: RegExp) => {
-    const value = req.headers[name];
-    return ctx.peerTrusted && typeof value === 'string' ? form.exec(value)?.[1] : undefined;
-  };
-  const encrypted = (req.socket as { encrypted?: boolean }).encrypted === true;
-  const identity = ctx.identity;
-  const traceparent = req.headers.traceparent;
-  const credentials = identity === undefined ? undefined : credentialsOf(req.headers);
-  return Object.freeze({
-    method: req.method ?? 'GET',
-    target: ctx.rawTarget,
-    contentType: req.headers['content-type'],
-    body: ctx.body,
-    requestId: ctx.id,
-    subject: identity?.subject,
-    principal: identity?.principal,
-    forwardedFor: ctx.client,
-    forwardedProto: given('x-forwarded-proto', PROTO)?.toLowerCase() ?? (encrypted ? 'https' : 'http'),
-    forwardedHost: given('x-forwarded-host', HOST) ?? req.headers.host,
-    traceparent: typeof traceparent === 'string' ? traceparent : undefined,
-    credentials,
-    deadlineAt: ctx.deadline?.expiresAt,
-  });
+  return new Forwarded(ctx);
+}
+
+/**
+ * A `ForwardedRequest` read off the request once, frozen. The client's credentials, which only
+ * `{type: client}` auth forwards, are read from its headers when asked for, not on every request.
+ */
+class Forwarded implements ForwardedRequest {
+  readonly method: string;
+  readonly target: string;
+  readonly contentType: string | undefined;
+  readonly body: ForwardedRequest['body'];
+  readonly requestId: string;
+  readonly subject: string | undefined;
+  readonly principal: string | undefined;
+  readonly forwardedFor: string;
+  readonly forwardedProto: string;
+  readonly forwardedHost: string | undefined;
+  readonly traceparent: string | undefined;
+  readonly deadlineAt: number | undefined;
+  /** The request's headers when the client identified itself (its credentials may be forwarded). */
+  readonly #identified: IncomingHttpHeaders | undefined;
+
+  constructor(ctx: RequestContext) {
+    const { req } = ctx;
+    const given = (name: string, form: RegExp) => {
+      const value = req.headers[name];
+      return ctx.peerTrusted && typeof value === 'string' ? form.exec(value)?.[1] : undefined;
+    };
+    const encrypted = (req.socket as { encrypted?: boolean }).encrypted === true;
+    const identity = ctx.identity;
+    const traceparent = req.headers.traceparent;
+    this.method = req.method ?? 'GET';
+    this.target = ctx.rawTarget;
+    this.contentType = req.headers['content-type'];
+    this.body = ctx.body;
+    this.requestId = ctx.id;
+    this.subject = identity?.subject;
+    this.principal = identity?.principal;
+    this.forwardedFor = ctx.client;
+    this.forwardedProto = given('x-forwarded-proto', PROTO)?.toLowerCase() ?? (encrypted ? 'https' : 'http');
+    this.forwardedHost = given('x-forwarded-host', HOST) ?? req.headers.host;
+    this.traceparent = typeof traceparent === 'string' ? traceparent : undefined;
+    this.deadlineAt = ctx.deadline?.expiresAt;
+    this.#identified = identity === undefined ? undefined : req.headers;
+    Object.freeze(this);
+  }
+
+  get credentials(): ClientCredentials | undefined {
+    return this.#identified === undefined ? undefined : credentialsOf(this.#identified);
+  }
 }
 
 /** The client's own credential headers, those it sent. */
