@@ -8,8 +8,9 @@ import type { ForwardedRequest } from '../upstream/forwarded.js';
 
 /**
  * An abort signal as an `EventEmitter` that emits `abort` once, with `aborted` and `reason` as an
- * `AbortSignal` has them: a form undici's `signal` option takes, far cheaper to make than an
- * `AbortController` (one per request to an upstream otherwise, with its event-target listeners).
+ * `AbortSignal` has them (the form undici's `signal` options take too): far cheaper to make than an
+ * `AbortController`, of which every request to an upstream would otherwise make one, with its
+ * event-target listeners.
  */
 export interface AbortEmitter extends EventEmitter {
   readonly aborted: boolean;
