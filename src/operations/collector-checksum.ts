@@ -14,7 +14,7 @@ import { checksumFileName, parseReleaseTag } from '../backends/collectors/releas
 import { errors } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
 import { backendCall } from '../http/forwarded.js';
-import { relay, sendBytes, sendEmpty } from '../http/respond.js';
+import { type HeaderList, relay, sendBytes, sendEmpty } from '../http/respond.js';
 import { UpstreamAnswer } from '../upstream/answer.js';
 import type { Operation } from './operation.js';
 
@@ -34,6 +34,29 @@ export function createCollectorChecksum(deps: { backend: CollectorsBackend }): O
       etags.set(bytes, tag);
     }
     return tag;
+  };
+  /**
+   * The answer's headers per file served, for a version and for `latest`, made once: the cache hands
+   * out the same object for a file and where it came from (`X-Cache`).
+   */
+  const heads = { version: new WeakMap<ChecksumFile, Heads>(), latest: new WeakMap<ChecksumFile, Heads>() };
+  const headsOf = (file: ChecksumFile, type: CollectorType, release: string): Heads => {
+    const kept = release === 'latest' ? heads.latest : heads.version;
+    let found = kept.get(file);
+    if (found === undefined || found.type !== type) {
+      const tag = etag(file.bytes);
+      const validators = ['ETag', tag, 'Cache-Control', release === 'latest' ? REVALIDATE : IMMUTABLE];
+      if (file.cache !== undefined) validators.push('X-Cache', file.cache);
+      const full = validators.concat(
+        'Content-Type',
+        'application/octet-stream',
+        'Content-Disposition',
+        `attachment; filename="${checksumFileName(type, file.version)}"`,
+      );
+      found = { type, tag, validators: Object.freeze(validators), full: Object.freeze(full) };
+      kept.set(file, found);
+    }
+    return found;
   };
   return {
     id: 'GetCollectorChecksum',
@@ -59,18 +82,18 @@ export function createCollectorChecksum(deps: { backend: CollectorsBackend }): O
   ): void | Promise<void> {
     if (file instanceof UpstreamAnswer) return relay(ctx, file);
     if (file === undefined) throw errors.notFound('path:release_tag');
-    const tag = etag(file.bytes);
-    const headers = ['ETag', tag, 'Cache-Control', release === 'latest' ? REVALIDATE : IMMUTABLE];
-    if (file.cache !== undefined) headers.push('X-Cache', file.cache);
-    if (matches(ctx.req.headers['if-none-match'], tag)) return sendEmpty(ctx, 304, headers);
-    headers.push(
-      'Content-Type',
-      'application/octet-stream',
-      'Content-Disposition',
-      `attachment; filename="${checksumFileName(type, file.version)}"`,
-    );
-    sendBytes(ctx, 200, file.bytes, headers);
+    const head = headsOf(file, type, release);
+    if (matches(ctx.req.headers['if-none-match'], head.tag)) return sendEmpty(ctx, 304, head.validators);
+    sendBytes(ctx, 200, file.bytes, head.full);
   }
+}
+
+/** The headers of a file's answer: its validators (a 304's) and all of them (a 200's). */
+interface Heads {
+  readonly type: CollectorType;
+  readonly tag: string;
+  readonly validators: HeaderList;
+  readonly full: HeaderList;
 }
 
 function collectorType(value: string): CollectorType {
