@@ -2,7 +2,7 @@
  * Starts every target of the bench, each in its own process (group), and describes each as
  * `{name, role, url, headers, expect, proc, pgid}`: the stub upstream, the bare server (the same
  * bytes), the undici proxy, http-proxy-3, nginx when installed, and the gateway in each mode with a
- * signed request and with a JWT.
+ * signed request and with a JWT, each row in a process of its own.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,7 +28,8 @@ function node(dir, name, script, args) {
 export async function startTargets(dir, data, creds, progress, workerCount = 2) {
   const notes = [];
   progress('starting the gateway on the local stores');
-  const local = await startGateway(dir, 'gateway-local', writeConfig(data, 'gateway-local', creds));
+  const localConfig = writeConfig(data, 'gateway-local', creds);
+  const local = await startGateway(dir, 'gateway-local', localConfig);
 
   // The stub and the bare server answer exactly the gateway's own bytes for the member.
   const first = await fetch(local.url + MEMBER, { headers: signedHeaders(creds, 'GET', MEMBER) });
@@ -51,7 +52,20 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
     workers: workerCount,
   });
   // Started side by side: each is its own process, and starting them one by one only costs time.
-  const [bare, undici, hp3, nginx, upstream, workers, limited] = await Promise.all([
+  const upstreamConfig = writeConfig(data, 'gateway-upstream', creds, { upstream: stub.url });
+  const [
+    bare,
+    undici,
+    hp3,
+    nginx,
+    upstream,
+    workers,
+    limited,
+    checksumSigned,
+    checksumJwt,
+    localJwt,
+    upstreamJwt,
+  ] = await Promise.all([
     node(dir, 'bare', 'bare.mjs', [memberFile, first.headers.get('content-type') ?? 'application/json']),
     node(dir, 'undici-proxy', 'undici-proxy.mjs', [stub.url]),
     node(dir, 'http-proxy-3', 'http-proxy3.mjs', [stub.url]),
@@ -61,11 +75,7 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
           return undefined;
         })
       : undefined,
-    startGateway(
-      dir,
-      'gateway-upstream',
-      writeConfig(data, 'gateway-upstream', creds, { upstream: stub.url }),
-    ),
+    startGateway(dir, 'gateway-upstream', upstreamConfig),
     startGateway(dir, 'gateway-workers', workersConfig).catch((err) => {
       notes.push(`workers: not available (server.workers: ${workerCount} did not start: ${firstLine(err)})`);
       return undefined;
@@ -75,6 +85,12 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
       'gateway-rate-limit',
       writeConfig(data, 'gateway-rate-limit', creds, { rateLimit: true }),
     ),
+    // Every row its own process: one row's garbage, JIT work or idle-time housekeeping is never
+    // charged to another's (the same configuration, the same data).
+    startGateway(dir, 'gateway-checksum', localConfig),
+    startGateway(dir, 'gateway-checksum-jwt', localConfig),
+    startGateway(dir, 'gateway-local-jwt', localConfig),
+    startGateway(dir, 'gateway-upstream-jwt', upstreamConfig),
   ]);
 
   const jwt = bearerHeaders(await jwtFor(creds));
@@ -88,12 +104,18 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
     {
       name: 'gateway checksum cached, signed',
       role: 'gw-checksum',
-      proc: local,
+      proc: checksumSigned,
       path: CHECKSUM,
       headers: signed(CHECKSUM),
       expect: checksum,
     },
-    { name: 'gateway checksum cached, JWT', proc: local, path: CHECKSUM, headers: jwt, expect: checksum },
+    {
+      name: 'gateway checksum cached, JWT',
+      proc: checksumJwt,
+      path: CHECKSUM,
+      headers: jwt,
+      expect: checksum,
+    },
     {
       name: 'gateway member local, signed',
       role: 'gw-local',
@@ -102,7 +124,7 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
       headers: signed(MEMBER),
       expect: member,
     },
-    { name: 'gateway member local, JWT', proc: local, path: MEMBER, headers: jwt, expect: member },
+    { name: 'gateway member local, JWT', proc: localJwt, path: MEMBER, headers: jwt, expect: member },
     {
       name: 'gateway member + rate limit (local, signed, 10,000/1 s policy; driven at 5,000 req/s)',
       role: 'gw-rate-limit',
@@ -122,7 +144,7 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
       headers: signed(MEMBER),
       expect: member,
     },
-    { name: 'gateway member upstream, JWT', proc: upstream, path: MEMBER, headers: jwt, expect: member },
+    { name: 'gateway member upstream, JWT', proc: upstreamJwt, path: MEMBER, headers: jwt, expect: member },
     workers
       ? {
           name: `gateway member upstream, signed, ${workerCount} workers`,
