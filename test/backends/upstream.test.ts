@@ -51,6 +51,33 @@ async function metric(gw: TestGateway, line: RegExp): Promise<number> {
   return found === undefined ? 0 : Number(found.split(' ').pop());
 }
 
+/**
+ * How a member lookup's answer ends for the client: `complete`, or `cut` (an error or a connection
+ * closed before its end). `onHead` runs when the answer's head has arrived.
+ */
+function outcomeOf(gw: TestGateway, extra: Record<string, string> = {}, onHead = () => {}): Promise<string> {
+  return new Promise<string>((resolve) => {
+    const headers = { ...signed({ method: 'GET', target: MEMBER }), ...extra };
+    const req = httpRequest({ port: gw.port, path: MEMBER, headers, agent: false }, (res) => {
+      onHead();
+      res.on('data', () => undefined);
+      res.on('end', () => resolve('complete'));
+      res.on('error', () => resolve('cut'));
+      res.on('aborted', () => resolve('cut'));
+    });
+    req.on('error', () => resolve('cut'));
+    req.end();
+  });
+}
+
+/** The gateway still answers through `stub` once it answers again. */
+async function stillServes(t: Test, stub: StubUpstream, gw: TestGateway): Promise<void> {
+  stub.respond = (_req, res) => {
+    res.end('{}');
+  };
+  t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 200, 'the gateway still serves');
+}
+
 t.test('a member lookup goes out signed over the raw target and comes back unchanged', async (t) => {
   const { stub, gw } = await setup(t, members);
   const body = '{ "data" : {"member": {"id": 101}} }\n';
@@ -209,23 +236,12 @@ t.test(
       res.write('{"data":');
       reset = () => res.socket?.destroy();
     };
-    const outcome = await new Promise<string>((resolve) => {
-      const headers = signed({ method: 'GET', target: MEMBER });
-      const req = httpRequest({ port: gw.port, path: MEMBER, headers, agent: false }, (res) => {
-        reset();
-        res.on('data', () => undefined);
-        res.on('end', () => resolve('complete'));
-        res.on('error', () => resolve('cut'));
-        res.on('aborted', () => resolve('cut'));
-      });
-      req.on('error', () => resolve('cut'));
-      req.end();
-    });
-    t.equal(outcome, 'cut', 'a truncated body is never passed off as complete');
-    stub.respond = (_req, res) => {
-      res.end('{}');
-    };
-    t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 200, 'the gateway still serves');
+    t.equal(
+      await outcomeOf(gw, {}, () => reset()),
+      'cut',
+      'a truncated body is never passed off as complete',
+    );
+    await stillServes(t, stub, gw);
   },
 );
 
@@ -253,10 +269,7 @@ t.test(
     t.equal(whole.status, 200);
     t.equal(whole.headers['content-length'], String(HELD));
     t.equal(whole.body.length, HELD);
-    stub.respond = (_req, res) => {
-      res.end('{}');
-    };
-    t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 200, 'the gateway still serves');
+    await stillServes(t, stub, gw);
   },
 );
 
@@ -337,17 +350,7 @@ t.test(
       res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': String(HELD * 4) });
       res.write(Buffer.alloc(HELD)); // and the rest never
     };
-    const outcome = await new Promise<string>((resolve) => {
-      const headers = { ...signed({ method: 'GET', target: MEMBER }), Prefer: 'wait=1' };
-      const req = httpRequest({ port: gw.port, path: MEMBER, headers, agent: false }, (res) => {
-        res.on('data', () => undefined);
-        res.on('end', () => resolve('complete'));
-        res.on('error', () => resolve('cut'));
-        res.on('aborted', () => resolve('cut'));
-      });
-      req.on('error', () => resolve('cut'));
-      req.end();
-    });
+    const outcome = await outcomeOf(gw, { Prefer: 'wait=1' });
     t.equal(outcome, 'cut');
     await until(() => stub.seen[0]?.aborted === true);
     t.equal(stub.seen[0]?.aborted, true, 'the upstream saw the request closed');
