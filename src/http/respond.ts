@@ -57,10 +57,10 @@ export function headerList(headers: Readonly<Record<string, string | readonly st
 
 /**
  * Relays an upstream's answer: its status, its body-describing headers and its body, streamed as it
- * arrives (or written whole when it was held). A failure mid-body rejects (the connection is then
- * cut: the status is already sent).
+ * arrives (or written whole when it was held: then at once, with no promise). A failure mid-body
+ * rejects (the connection is then cut: the status is already sent).
  */
-export async function relay(ctx: RequestContext, answer: UpstreamAnswer): Promise<void> {
+export function relay(ctx: RequestContext, answer: UpstreamAnswer): void | Promise<void> {
   const upstreamId = answer.upstreamRequestId;
   if (upstreamId !== undefined) ctx.log.upstream_request_id = upstreamId;
   const { body } = answer;
@@ -75,15 +75,15 @@ export async function relay(ctx: RequestContext, answer: UpstreamAnswer): Promis
     writeHead(ctx, answer.status, headerList(headers));
     if (!bodiless) ctx.bytesOut = body.length;
     ctx.res.end(bodiless ? undefined : body);
-    return;
+    return undefined;
   }
   writeHead(ctx, answer.status, headerList(answer.headers));
   if (bodiless) {
     body.resume(); // nothing to relay; let the upstream connection go back to its pool
     ctx.res.end();
-    return;
+    return undefined;
   }
-  await pipe(body, ctx);
+  return pipe(body, ctx);
 }
 
 /**

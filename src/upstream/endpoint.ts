@@ -84,6 +84,8 @@ export function createEndpoint(config: UpstreamConfig, name: string, deps: Upstr
   const { metrics } = deps;
   const duration = metrics.upstreamDuration.labels({ backend: name });
   const observe = (started: number) => duration.observe((performance.now() - started) / 1000);
+  /** `Authorization` of the signed requests (`<scheme> <token id>`), the same on every one. */
+  let signatureAuthorization: string | undefined;
 
   return {
     name,
@@ -106,7 +108,7 @@ export function createEndpoint(config: UpstreamConfig, name: string, deps: Upstr
       // Re-signed over exactly what goes out; repeated requests (the same method and target within
       // the hour) reuse their signing key.
       const requestDate = date();
-      headers.authorization = `${auth.scheme} ${auth.token_id}`;
+      headers.authorization = signatureAuthorization ??= `${auth.scheme} ${auth.token_id}`;
       headers.requestdate = requestDate;
       const { method } = request;
       if (body === undefined || (Buffer.isBuffer(body) ? body.length : body.size) === 0) {

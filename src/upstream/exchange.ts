@@ -63,8 +63,10 @@ export class Exchange implements Dispatcher.DispatchHandler {
       this.#fail(signal.reason);
       return;
     }
+    // A stop fires once, and the exchange removes its listener when it settles (`#release`): `on`,
+    // without the wrapper `once` makes for every request.
     if ('addEventListener' in signal) signal.addEventListener('abort', this.#onAbort, { once: true });
-    else signal.once('abort', this.#onAbort);
+    else signal.on('abort', this.#onAbort);
   }
 
   onRequestStart(controller: Controller): void {

@@ -7,6 +7,9 @@ import { upstreamBackendShape, type UpstreamConfig } from '../../upstream/config
 import type { BackendType } from '../backend-type.js';
 import type { AssetGroupTagsBackend } from './backend.js';
 
+/** What the member lookup asks the upstream for. */
+const ACCEPT_JSON = Object.freeze({ accept: 'application/json' });
+
 /** `{type: upstream, url, auth, …}` for the asset group tags. */
 export const upstreamAssetGroupTags: BackendType<
   UpstreamConfig & { type: 'upstream' },
@@ -16,11 +19,9 @@ export const upstreamAssetGroupTags: BackendType<
   async open(config, deps) {
     const client = createUpstreamClient(config, deps.name, deps);
     return {
-      async getMember(_tagId, _memberId, call) {
+      getMember(_tagId, _memberId, call) {
         const { request, stop } = call;
-        const headers = { accept: 'application/json' };
-        const answer = await client.send({ request, headers, signal: stop, meter: call });
-        return client.relayed(answer);
+        return client.send({ request, headers: ACCEPT_JSON, signal: stop, meter: call }).then(client.relayed);
       },
       ready: () => client.ready(),
       close: () => client.close(),
