@@ -70,7 +70,7 @@ export function createHandler(parts: HandlerParts): RequestHandler {
    */
   const lines = parts.logger.child({}, { redact: { paths: [] } });
   const recorder = requestRecorder(parts.metrics);
-  const { requestsInFlight, clientAborts, deadlineExceeded } = parts.metrics;
+  const { inFlight, clientAborts, deadlineExceeded } = parts.metrics;
   const { tracing } = parts;
   /** The latest response of each connection, while it is pending. */
   const pending = new WeakMap<Socket, ServerResponse>();
@@ -85,7 +85,7 @@ export function createHandler(parts: HandlerParts): RequestHandler {
   /** Writes the request's log line and metrics, releases its deadline and body, then calls `ended`. */
   const finish = (ctx: RequestContext, ended: () => void): void => {
     const { req, res, deadline } = ctx;
-    requestsInFlight.dec();
+    inFlight.count--;
     const operation = ctx.route?.operation ?? 'unmatched';
     // Closed before its answer was finished: the client is gone, and so is any backend call for it.
     const gone = !res.writableFinished;
@@ -147,7 +147,7 @@ export function createHandler(parts: HandlerParts): RequestHandler {
     };
     // Two parts end a request: its work (the stages) and its response's close (the line, the clean-up).
     working++;
-    requestsInFlight.inc();
+    inFlight.count++;
     let open = 2;
     const part = () => {
       if (--open === 0) done();

@@ -28,6 +28,8 @@ export function createMetrics(options: MetricsOptions = {}) {
   const tokenSources = new Set<() => TokenCounts>();
   /** Requests answered since the last scrape, by label set (see `requestRecorder`). */
   const requestCounts = new Map<string, RequestCount>();
+  /** Requests in flight: counted per request as a plain number, set on the gauge when scraped. */
+  const inFlight = { count: 0 };
   const tokenStoreReloads = new client.Counter({
     name: 'gateway_token_store_reloads_total',
     help: 'Reads of the token store (everything, or the rows a notification named), by result (ok, error).',
@@ -55,10 +57,15 @@ export function createMetrics(options: MetricsOptions = {}) {
         }
       },
     }),
+    /** Requests taken and not yet over, counted in a plain number (`requestRecorder`), read when scraped. */
+    inFlight,
     requestsInFlight: new client.Gauge({
       name: 'gateway_requests_in_flight',
       help: 'Requests taken and not yet answered or abandoned.',
       registers,
+      collect() {
+        this.set(inFlight.count);
+      },
     }),
     clientAborts: new client.Counter({
       name: 'gateway_client_aborts_total',
