@@ -27,7 +27,7 @@ export function cpuAvailable() {
   }
 }
 
-/** utime, stime (fields 14 and 15) and pgrp (field 5) of /proc/<pid>/stat; undefined once gone. */
+/** utime and stime (fields 14 and 15) and pgrp (field 5) of /proc/<pid>/stat; undefined once gone. */
 function statOf(pid) {
   let text;
   try {
@@ -37,16 +37,24 @@ function statOf(pid) {
   }
   // The command name (field 2) is in parentheses and may hold spaces: split after its last `)`.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { pgrp: Number(fields[2]), ticks: Number(fields[11]) + Number(fields[12]) };
+  return { pgrp: Number(fields[2]), user: Number(fields[11]), system: Number(fields[12]) };
 }
 
-/** Seconds of CPU used so far by every live process of process group `pgid`. */
-export function groupCpuSeconds(pgid) {
-  let ticks = 0;
+/**
+ * Seconds of CPU used so far by every live process of process group `pgid`: `user` (the process's
+ * own code: JavaScript, V8, libuv) and `system` (the kernel working for it: socket reads and writes,
+ * the log file).
+ */
+export function groupCpuTimes(pgid) {
+  let user = 0;
+  let system = 0;
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     const stat = statOf(Number(name));
-    if (stat && stat.pgrp === pgid) ticks += stat.ticks;
+    if (stat && stat.pgrp === pgid) {
+      user += stat.user;
+      system += stat.system;
+    }
   }
-  return ticks / TICKS;
+  return { user: user / TICKS, system: system / TICKS };
 }

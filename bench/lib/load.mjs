@@ -5,7 +5,7 @@
  * over every response time autocannon reports (fractional ms), not its integer-ms histogram.
  */
 import autocannon from 'autocannon';
-import { groupCpuSeconds } from './cpu.mjs';
+import { groupCpuTimes } from './cpu.mjs';
 
 /** The p-th percentile (0–100, nearest rank) of `sorted`. */
 export function percentile(sorted, p) {
@@ -22,7 +22,7 @@ export function percentile(sorted, p) {
 export function drive(target, { connections, amount }) {
   return new Promise((resolve, reject) => {
     const latencies = [];
-    const cpuBefore = groupCpuSeconds(target.pgid);
+    const before = groupCpuTimes(target.pgid);
     const instance = autocannon(
       {
         url: target.url,
@@ -36,7 +36,9 @@ export function drive(target, { connections, amount }) {
       },
       (err, result) => {
         if (err) return reject(err);
-        const cpu = groupCpuSeconds(target.pgid) - cpuBefore;
+        const after = groupCpuTimes(target.pgid);
+        const system = after.system - before.system;
+        const cpu = after.user - before.user + system;
         const statuses = {};
         for (const [code, { count }] of Object.entries(result.statusCodeStats)) {
           if (!code.startsWith('2')) statuses[code] = count;
@@ -46,6 +48,7 @@ export function drive(target, { connections, amount }) {
         resolve({
           requests: answered,
           cpuUs: answered > 0 ? (cpu * 1e6) / answered : NaN,
+          systemUs: answered > 0 ? (system * 1e6) / answered : NaN,
           rps: answered / result.duration,
           p50: percentile(sorted, 50),
           p99: percentile(sorted, 99),
