@@ -407,3 +407,27 @@ t.test('the file keeps the mode it has at each write: an operator chmod after st
     t.equal(statSync(store).mode & 0o777, mode, `mode ${mode.toString(8)} kept, whatever the umask`);
   }
 });
+
+t.test('concurrent uploads, validated a few at a time, are each applied and answered', async (t) => {
+  const gw = await startGateway();
+  t.teardown(() => gw.close());
+  // More uploads than the forms validated at once: the rest wait their turn, none is lost.
+  const entities = Array.from({ length: 8 }, (_, i) => `https://idp${i}.example.com/`);
+  const answers = await Promise.all(
+    entities.map((entity, i) =>
+      send(gw, '1', [{ name: 'name', value: `Concurrent ${i}` }, file(metadata(POST, entity))]),
+    ),
+  );
+  for (const [i, res] of answers.entries()) {
+    t.equal(res.status, 200, `upload ${i} answered 200`);
+    t.equal(res.json().data.idp_issuer_uri, entities[i], `upload ${i} answered with its own metadata`);
+  }
+  const stored = JSON.parse(readFileSync(storeOf(gw), 'utf8')) as {
+    providers: Array<{ id: number; name: string; metadata_xml: string }>;
+  };
+  const last = stored.providers.find((p) => p.id === 1);
+  const which = entities.findIndex((entity) => last?.metadata_xml.includes(`entityID="${entity}"`));
+  t.not(which, -1, 'the file holds one of the uploads, whole');
+  t.equal(last?.name, `Concurrent ${which}`, 'with the name sent beside that metadata');
+  t.equal(audits(gw).length, entities.length, 'one audit line per change');
+});
