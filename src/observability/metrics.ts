@@ -57,7 +57,7 @@ export function createMetrics(options: MetricsOptions = {}) {
         }
       },
     }),
-    /** Requests taken and not yet over, counted in a plain number (`requestRecorder`), read when scraped. */
+    /** Requests taken and not yet over, counted by the request handler in a plain number, read when scraped. */
     inFlight,
     requestsInFlight: new client.Gauge({
       name: 'gateway_requests_in_flight',
