@@ -54,28 +54,31 @@ t.test('a step that fails frees its place and rejects with its error', async (t)
   t.equal(await after, 'ran');
 });
 
-t.test('a request whose signal fires while it waits stops waiting, with the reason, and takes no place', async (t) => {
-  const gate = new Gate(1);
-  const first = held();
-  const running = gate.run(open(), first.step);
-  const deadline = new AbortController();
-  const second = held();
-  const waiting = gate.run(deadline.signal, second.step);
-  const third = held();
-  const later = gate.run(open(), third.step);
-  t.equal(gate.waiting, 2);
-  const reason = new Error('request timed out');
-  deadline.abort(reason);
-  await t.rejects(waiting, reason, 'rejected at once with the signal reason');
-  t.equal(gate.waiting, 1, 'out of the line');
-  first.finish();
-  await running;
-  await new Promise((resolve) => setImmediate(resolve));
-  t.notOk(second.started(), 'the abandoned step never runs');
-  t.ok(third.started(), 'the place went to the next one still waiting');
-  third.finish();
-  t.equal(await later, 'ran');
-});
+t.test(
+  'a request whose signal fires while it waits stops waiting, with the reason, and takes no place',
+  async (t) => {
+    const gate = new Gate(1);
+    const first = held();
+    const running = gate.run(open(), first.step);
+    const deadline = new AbortController();
+    const second = held();
+    const waiting = gate.run(deadline.signal, second.step);
+    const third = held();
+    const later = gate.run(open(), third.step);
+    t.equal(gate.waiting, 2);
+    const reason = new Error('request timed out');
+    deadline.abort(reason);
+    await t.rejects(waiting, reason, 'rejected at once with the signal reason');
+    t.equal(gate.waiting, 1, 'out of the line');
+    first.finish();
+    await running;
+    await new Promise((resolve) => setImmediate(resolve));
+    t.notOk(second.started(), 'the abandoned step never runs');
+    t.ok(third.started(), 'the place went to the next one still waiting');
+    third.finish();
+    t.equal(await later, 'ran');
+  },
+);
 
 t.test('a signal that already fired is refused before taking a place', async (t) => {
   const gate = new Gate(1);
