@@ -19,7 +19,7 @@ import { challengesFor } from './challenge.js';
 import { createCertificateScheme } from './client-certificate.js';
 import { signedSummary } from './explain.js';
 import type { Identity } from './identity.js';
-import { createJwtVerifier, type KeySourceInfo } from './jwt.js';
+import { createJwtVerifier, type KeySourceInfo, type TokenWait } from './jwt.js';
 import type { KeySources } from './key-sources.js';
 import { RequestKeys } from '../signing/request-keys.js';
 import { parseRequestDate } from '../signing/request-date.js';
@@ -221,12 +221,7 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const bearer = (ctx: RequestContext, token: string): void | Promise<void> => {
     // An unknown `kid` may wait for the identity provider's keys, within the request's deadline (the
     // signal is made only if it does).
-    const verified = jwt.verify(token, {
-      expiresAt: ctx.deadline?.expiresAt,
-      get signal() {
-        return deadlineOf(ctx);
-      },
-    });
+    const verified = jwt.verify(token, new BearerWait(ctx));
     if (!(verified instanceof Promise)) return admit(ctx, verified);
     return verified.then(
       (identity) => admit(ctx, identity),
@@ -261,6 +256,24 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     sources: () => jwt.sources(),
     close: () => jwt.close(),
   });
+}
+
+/**
+ * What an unknown `kid` may wait for: the request's deadline, its signal made only if it waits. A
+ * class, its getter on the prototype: an object literal with a getter made per request gave every
+ * request a hidden class of its own, which the garbage collector then had to carry (measured: the
+ * JWT path's scavenges 4–10 times the signed path's, with three times the heap).
+ */
+class BearerWait implements TokenWait {
+  readonly expiresAt: number | undefined;
+  readonly #ctx: RequestContext;
+  constructor(ctx: RequestContext) {
+    this.#ctx = ctx;
+    this.expiresAt = ctx.deadline?.expiresAt;
+  }
+  get signal(): AbortSignal {
+    return deadlineOf(this.#ctx);
+  }
 }
 
 /**
