@@ -84,8 +84,14 @@ export function createEndpoint(config: UpstreamConfig, name: string, deps: Upstr
   const { metrics } = deps;
   const duration = metrics.upstreamDuration.labels({ backend: name });
   const observe = (started: number) => duration.observe((performance.now() - started) / 1000);
-  /** `Authorization` of the signed requests (`<scheme> <token id>`), the same on every one. */
-  let signatureAuthorization: string | undefined;
+  const { auth } = config;
+  /** The `Authorization` the gateway's own credentials send, the same on every request (none for `client`). */
+  const authorization =
+    auth.type === 'bearer'
+      ? `Bearer ${auth.token}`
+      : auth.type === 'client'
+        ? undefined
+        : `${auth.scheme} ${auth.token_id}`;
 
   return {
     name,
@@ -93,9 +99,8 @@ export function createEndpoint(config: UpstreamConfig, name: string, deps: Upstr
     prefix,
     headers(request, target, body) {
       const headers = forwardingHeaders(request);
-      const { auth } = config;
       if (auth.type === 'bearer') {
-        headers.authorization = `Bearer ${auth.token}`;
+        headers.authorization = authorization as string;
         return headers;
       }
       if (auth.type === 'client') {
@@ -108,7 +113,7 @@ export function createEndpoint(config: UpstreamConfig, name: string, deps: Upstr
       // Re-signed over exactly what goes out; repeated requests (the same method and target within
       // the hour) reuse their signing key.
       const requestDate = date();
-      headers.authorization = signatureAuthorization ??= `${auth.scheme} ${auth.token_id}`;
+      headers.authorization = authorization as string;
       headers.requestdate = requestDate;
       const { method } = request;
       if (body === undefined || (Buffer.isBuffer(body) ? body.length : body.size) === 0) {
