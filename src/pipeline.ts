@@ -7,7 +7,7 @@ import { authorize } from './auth/authorize.js';
 import type { Config } from './config/schema.js';
 import type { RequestContext } from './http/context.js';
 import { type DeadlineClock, preferredWait, startDeadline } from './http/deadline.js';
-import { singleHeader } from './http/headers.js';
+import { singleHeaders } from './http/headers.js';
 import { type OperationId, routeRequest } from './http/router.js';
 import type { Tracing } from './observability/tracing/tracing.js';
 import type { Operation } from './operations/operation.js';
@@ -30,6 +30,9 @@ export interface PipelineParts {
   /** `rate_limits` (absent: the request path has no rate-limit stage at all). */
   readonly rateLimits?: RateLimitStages;
 }
+
+/** The request's one `Prefer` (400 when repeated). */
+const preferOf = singleHeaders(['Prefer']);
 
 /** The ordered stages for one configuration. */
 export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [name: string, stage: Stage]> {
@@ -56,7 +59,7 @@ export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [na
     [
       'deadline',
       (ctx) => {
-        ctx.deadline = startDeadline(singleHeader(ctx.req, 'Prefer'), prefer, clock);
+        ctx.deadline = startDeadline(preferOf(ctx.req)[0], prefer, clock);
         ctx.headers.push('Preference-Applied', ctx.deadline.applied);
       },
     ],
@@ -82,7 +85,7 @@ function traced(tracing: Tracing, stage: Stage): Stage {
 /** Sets `Preference-Applied` for a request refused before its deadline started, if its Prefer is valid. */
 function appliedWaitOnRefusal(ctx: RequestContext, prefer: Config['prefer']): void {
   try {
-    const seconds = preferredWait(singleHeader(ctx.req, 'Prefer'), prefer);
+    const seconds = preferredWait(preferOf(ctx.req)[0], prefer);
     ctx.headers.push('Preference-Applied', `wait=${seconds}`);
   } catch {
     // An invalid or repeated Prefer applied nothing.

@@ -11,7 +11,7 @@ import { type BodyOptions, checkDeclaredLength, emptyBody, type HeldBody, readBo
 import type { IncomingMessage } from 'node:http';
 import type { RequestContext } from '../http/context.js';
 import { deadlineOf } from '../http/deadline.js';
-import { singleHeader } from '../http/headers.js';
+import { singleHeaders } from '../http/headers.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing/tracing.js';
@@ -22,9 +22,9 @@ import type { Identity } from './identity.js';
 import { createJwtVerifier, type KeySourceInfo, type TokenWait } from './jwt.js';
 import type { KeySources } from './key-sources.js';
 import { RequestKeys } from '../signing/request-keys.js';
-import { parseRequestDate } from '../signing/request-date.js';
+import { type RequestDate, RequestDates } from '../signing/request-date.js';
 import { canonicalTokenId } from '../signing/token-id.js';
-import { createTokenRegistry, type TokenRegistry } from './tokens.js';
+import { createTokenRegistry, type TokenRegistry, type UsableToken } from './tokens.js';
 import { checkClockSkew, checkUtcOffset, parseSignature, signaturesEqual } from './signature.js';
 
 /** What the stage needs: its configuration slices, the metrics, where bodies spool, and a clock. */
@@ -69,6 +69,7 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const maxOffset = deps.auth.signature.max_utc_offset;
   const tokens = deps.tokens ?? createTokenRegistry({ tokens: deps.auth.signature.tokens });
   const requestKeys = new RequestKeys();
+  const dates = new RequestDates();
   // A revoked, rotated or removed token's cached signing keys go with it.
   tokens.onDrop((id) => requestKeys.forget(id));
   const explainMismatch = deps.auth.signature.explain_mismatch;
@@ -120,20 +121,35 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     throw err;
   };
 
-  /** Runs one of the scheme's checks, turning its catalogue error into a counted refusal. */
-  const check = <T>(ctx: RequestContext, reason: string, run: () => T): T => {
-    try {
-      return run();
-    } catch (err) {
-      if (err instanceof GatewayError) refuse(ctx, 'signature', reason, err);
-      throw err;
-    }
+  /**
+   * Refuses a signed request whose check `reason` threw `err`: a catalogue error is a counted
+   * refusal, anything else goes on as it is.
+   */
+  const refuseSigned = (ctx: RequestContext, reason: string, err: unknown): never => {
+    if (err instanceof GatewayError) refuse(ctx, 'signature', reason, err);
+    throw err;
   };
 
   /** The request's body, at once when it has none (the common GET), else read under the limit. */
   const bodyOf = (ctx: RequestContext): HeldBody | Promise<HeldBody> =>
     emptyBody(ctx.req) ?? readBody(ctx.req, bodyOptions(ctx));
 
+  /** Admits a signed request whose signature `matched`, once its body is held (verified). */
+  const admitSigned = (
+    ctx: RequestContext,
+    token: UsableToken,
+    date: string,
+    matched: boolean,
+    body: HeldBody,
+  ): void | Promise<void> => {
+    if (!matched) return mismatch(ctx, ctx.req.method ?? '', date, body);
+    accept(ctx, token.identity);
+    token.used();
+    ctx.log.token_id = token.identity.tokenId;
+    return hold(ctx, body);
+  };
+
+  // The checks in the contract's order, each refusal with its reason; no closure is made per request.
   const signed = (ctx: RequestContext, tokenId: string, headers: AuthHeaders): void | Promise<void> => {
     const canonicalId = canonicalTokenId(tokenId);
     if (canonicalId === undefined) {
@@ -143,27 +159,38 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     ctx.log.token_id = canonicalId;
     const date = headers.requestDate;
     if (date === undefined) return refuse(ctx, 'signature', 'no_date', errors.noRequestDate());
-    const clientTime = check(ctx, 'malformed_date', () => parseRequestDate(date));
+    let clientTime: RequestDate;
+    try {
+      clientTime = dates.parse(date);
+    } catch (err) {
+      return refuseSigned(ctx, 'malformed_date', err);
+    }
     const header = headers.signature;
     if (header === undefined) return refuse(ctx, 'signature', 'no_signature', errors.noSignature());
-    const given = check(ctx, 'malformed_signature', () => parseSignature(header));
+    let given: Buffer;
+    try {
+      given = parseSignature(header);
+    } catch (err) {
+      return refuseSigned(ctx, 'malformed_signature', err);
+    }
     const token = tokens.get(canonicalId);
     if (!token.ok) return refuse(ctx, 'signature', token.reason, errors.unknownToken(token.reason));
     // The minutes and zone of RequestDate are not signed: a zone far from UTC would let a captured
     // request look current for hours (§3 "Replay bound").
-    check(ctx, 'utc_offset', () => checkUtcOffset(clientTime, maxOffset));
-    check(ctx, 'clock_skew', () => checkClockSkew(clientTime, now(), maxSkew));
+    try {
+      checkUtcOffset(clientTime, maxOffset);
+    } catch (err) {
+      return refuseSigned(ctx, 'utc_offset', err);
+    }
+    try {
+      checkClockSkew(clientTime, now(), maxSkew);
+    } catch (err) {
+      return refuseSigned(ctx, 'clock_skew', err);
+    }
 
     // During a rotation's overlap two keys verify: both are hashed and both compared.
     const method = ctx.req.method ?? '';
     const keys = token.keys;
-    const admit = (matched: boolean, body: HeldBody): void | Promise<void> => {
-      if (!matched) return mismatch(ctx, method, date, body);
-      accept(ctx, token.identity);
-      token.used();
-      ctx.log.token_id = token.identity.tokenId;
-      return hold(ctx, body);
-    };
     const empty = emptyBody(ctx.req);
     if (empty !== undefined) {
       // No body (the common GET): the signature of an empty body, kept for a request that repeats.
@@ -172,13 +199,13 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
         if (signaturesEqual(requestKeys.empty(k.cacheId, k.key, method, ctx.rawTarget, date), given))
           matched = true;
       }
-      return admit(matched, empty);
+      return admitSigned(ctx, token, date, matched, empty);
     }
     const digests = keys.map((k) => requestKeys.open(k.cacheId, k.key, method, ctx.rawTarget, date));
     const verify = (body: HeldBody): void | Promise<void> => {
       let matched = false;
       for (const digest of digests) if (signaturesEqual(digest.digest(), given)) matched = true;
-      return admit(matched, body);
+      return admitSigned(ctx, token, date, matched, body);
     };
     const onChunk = (chunk: Buffer) => {
       for (const digest of digests) digest.update(chunk);
@@ -302,15 +329,18 @@ interface AuthHeaders {
   readonly signature: string | undefined;
 }
 
+/** The three authentication headers' raw values, read in one pass. */
+const readAuthHeaders = singleHeaders(['Authorization', 'RequestDate', 'Signature']);
+
 /**
  * The three authentication headers, each read once from the raw list (400 when one is repeated:
  * Node would keep only the first `Authorization`); an empty value counts as absent.
  */
 function authHeaders(req: IncomingMessage): AuthHeaders {
-  const present = (name: string) => singleHeader(req, name) || undefined;
+  const values = readAuthHeaders(req);
   return {
-    authorization: present('Authorization'),
-    requestDate: present('RequestDate'),
-    signature: present('Signature'),
+    authorization: values[0] || undefined,
+    requestDate: values[1] || undefined,
+    signature: values[2] || undefined,
   };
 }

@@ -88,6 +88,22 @@ export class DeadlineClock {
   }
 }
 
+/**
+ * `Preference-Applied` of `seconds`; the last value is kept, since most requests get the same wait
+ * (the default).
+ */
+const appliedWait = (() => {
+  let last = Number.NaN;
+  let text = '';
+  return (seconds: number): string => {
+    if (seconds !== last) {
+      last = seconds;
+      text = `wait=${seconds}`;
+    }
+    return text;
+  };
+})();
+
 /** One request's deadline (or none, on a bypass). */
 export class Deadline {
   /** What `Preference-Applied` says: `wait=<seconds>` or `wait=-1`. */
@@ -104,7 +120,7 @@ export class Deadline {
 
   constructor(seconds: number, clock: DeadlineClock) {
     this.#clock = clock;
-    this.applied = `wait=${seconds}`;
+    this.applied = appliedWait(seconds);
     this.expiresAt = seconds === -1 ? undefined : performance.now() + seconds * 1000;
   }
 

@@ -153,7 +153,8 @@ export function createHandler(parts: HandlerParts): RequestHandler {
       if (--open === 0) done();
     };
     pending.set(req.socket, res);
-    res.once('close', () => finish(ctx, part));
+    // `close` comes once: `on`, without the wrapper `once` makes per request.
+    res.on('close', () => finish(ctx, part));
     if (parts.faulted()) {
       ctx.log.reason = 'faulted';
       writeError(ctx, errors.faulted());

@@ -18,3 +18,29 @@ export function singleHeader(req: IncomingMessage, name: string): string | undef
   }
   return value;
 }
+
+/**
+ * A reader of several single headers at once: their values, in `names`' order, in one pass over the
+ * raw list. Each is as `singleHeader` reads it; when several are repeated, the 400 names the first of
+ * them in `names`' order (the answer `singleHeader` called on each in turn would give).
+ */
+export function singleHeaders(names: readonly string[]): (req: IncomingMessage) => (string | undefined)[] {
+  const lower = names.map((name) => name.toLowerCase());
+  return (req) => {
+    const raw = req.rawHeaders;
+    const values = new Array<string | undefined>(lower.length);
+    let repeated = lower.length;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i] as string;
+      for (let j = 0; j < lower.length; j++) {
+        const wanted = lower[j] as string;
+        if (name.length !== wanted.length || (name !== wanted && name.toLowerCase() !== wanted)) continue;
+        if (values[j] === undefined) values[j] = raw[i + 1] as string;
+        else if (j < repeated) repeated = j;
+        break;
+      }
+    }
+    if (repeated < lower.length) throw errors.duplicateHeader(names[repeated] as string);
+    return values;
+  };
+}

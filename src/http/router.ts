@@ -31,25 +31,42 @@ interface RouteSpec {
   readonly segments: readonly string[];
 }
 
+/** A spec as matched: each segment's parameter name (undefined for a fixed word), read once. */
+interface CompiledSpec extends RouteSpec {
+  readonly names: ReadonlyArray<string | undefined>;
+}
+
 const PASSTHROUGH: Route = Object.freeze({ operation: 'passthrough', params: Object.freeze({}) });
 
-const SPECS: readonly RouteSpec[] = [
-  {
-    operation: 'GetCollectorChecksum',
-    methods: ['GET', 'HEAD'],
-    segments: ['api', 'v2', 'collectors', '{collector_type}', '{release_tag}', 'checksum'],
-  },
-  {
-    operation: 'UpdateSSOProvider',
-    methods: ['PATCH'],
-    segments: ['api', 'v2', 'sso-providers', '{sso_provider_id}'],
-  },
-  {
-    operation: 'GetAssetGroupTagMember',
-    methods: ['GET', 'HEAD'],
-    segments: ['api', 'v2', 'asset-group-tags', '{asset_group_tag_id}', 'members', '{asset_group_member_id}'],
-  },
-];
+const SPECS: readonly CompiledSpec[] = (
+  [
+    {
+      operation: 'GetCollectorChecksum',
+      methods: ['GET', 'HEAD'],
+      segments: ['api', 'v2', 'collectors', '{collector_type}', '{release_tag}', 'checksum'],
+    },
+    {
+      operation: 'UpdateSSOProvider',
+      methods: ['PATCH'],
+      segments: ['api', 'v2', 'sso-providers', '{sso_provider_id}'],
+    },
+    {
+      operation: 'GetAssetGroupTagMember',
+      methods: ['GET', 'HEAD'],
+      segments: [
+        'api',
+        'v2',
+        'asset-group-tags',
+        '{asset_group_tag_id}',
+        'members',
+        '{asset_group_member_id}',
+      ],
+    },
+  ] satisfies RouteSpec[]
+).map((spec) => ({
+  ...spec,
+  names: spec.segments.map((p) => (p.startsWith('{') ? p.slice(1, -1) : undefined)),
+}));
 
 /** Characters refused anywhere in the path as sent: a backslash (read as `/` by some servers). */
 const RAW_FORBIDDEN = /\\/;
@@ -129,7 +146,7 @@ function route(method: string, segments: readonly string[], passthrough: boolean
     method !== 'TRACE' &&
     method !== 'CONNECT';
   for (const spec of SPECS) {
-    const params = match(spec.segments, segments);
+    const params = match(spec, segments);
     if (!params) continue;
     if (!spec.methods.includes(method)) {
       if (forwarded) return PASSTHROUGH;
@@ -141,18 +158,18 @@ function route(method: string, segments: readonly string[], passthrough: boolean
   throw errors.notFound();
 }
 
-function match(pattern: readonly string[], segments: readonly string[]): Record<string, string> | undefined {
+/** The parameters of `segments` when they match `spec`: checked first, the object made only for a match. */
+function match(spec: CompiledSpec, segments: readonly string[]): Record<string, string> | undefined {
+  const { segments: pattern, names } = spec;
   if (pattern.length !== segments.length) return undefined;
-  const params: Record<string, string> = {};
   for (let i = 0; i < pattern.length; i++) {
-    const p = pattern[i] as string;
     const s = segments[i] as string;
-    if (p.startsWith('{')) {
-      if (s === '') return undefined;
-      params[p.slice(1, -1)] = s;
-    } else if (p !== s) {
-      return undefined;
-    }
+    if (names[i] !== undefined ? s === '' : pattern[i] !== s) return undefined;
+  }
+  const params: Record<string, string> = {};
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    if (name !== undefined) params[name] = segments[i] as string;
   }
   return params;
 }

@@ -277,26 +277,38 @@ interface RequestCount {
 
 /** The recorder of `metrics`' request counters. */
 export function requestRecorder(metrics: Metrics): RequestRecorder {
-  const durations = new Map<string, { observe(value: number): void }>();
+  /**
+   * Each operation's duration child and its counts by status, then method: found by the values as
+   * they are (the status a number), no key string made and hashed per request.
+   */
+  const operations = new Map<
+    string,
+    { duration: { observe(value: number): void }; statuses: Map<number, Map<string, RequestCount>> }
+  >();
   const counts = metrics.requestCounts;
   return {
     record(operation, method, status, seconds) {
-      const key = `${operation} ${method} ${status}`;
-      let count = counts.get(key);
+      let entry = operations.get(operation);
+      if (entry === undefined) {
+        entry = { duration: metrics.requestDuration.labels({ operation }), statuses: new Map() };
+        operations.set(operation, entry);
+      }
+      let methods = entry.statuses.get(status);
+      if (methods === undefined) {
+        methods = new Map();
+        entry.statuses.set(status, methods);
+      }
+      let count = methods.get(method);
       if (count === undefined) {
         count = {
           labels: { operation, method, status_class: statusClass(status), code: String(status) },
           pending: 0,
         };
-        counts.set(key, count);
+        methods.set(method, count);
+        counts.set(`${operation} ${method} ${status}`, count);
       }
       count.pending++;
-      let duration = durations.get(operation);
-      if (duration === undefined) {
-        duration = metrics.requestDuration.labels({ operation });
-        durations.set(operation, duration);
-      }
-      duration.observe(seconds);
+      entry.duration.observe(seconds);
     },
   };
 }

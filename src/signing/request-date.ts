@@ -56,6 +56,24 @@ export function parseRequestDate(value: string): RequestDate {
   return { at: at + Math.floor(fraction) - offset * 60_000, offset };
 }
 
+/**
+ * `parseRequestDate` with the last value read kept: a client signs with second precision, so the
+ * requests of one second carry the same `RequestDate` and are read once. A value that does not parse
+ * is not kept (it throws every time).
+ */
+export class RequestDates {
+  #text: string | undefined;
+  #date: RequestDate | undefined;
+
+  parse(value: string): RequestDate {
+    if (value === this.#text) return this.#date as RequestDate;
+    const date = parseRequestDate(value);
+    this.#text = value;
+    this.#date = date;
+    return date;
+  }
+}
+
 function daysInMonth(year: number, month: number): number {
   if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
   return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;

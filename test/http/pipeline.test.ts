@@ -342,6 +342,43 @@ t.test('duplicated authentication headers are 400', async (t) => {
     t.equal(res.status, 400, name);
     t.equal(errorOf(res).context, `header:${name}`);
   }
+  // Several repeated at once (read in one pass): the first in the contract's order is named, wherever
+  // it stands in the request; names match in any case, and an empty first value is still a first.
+  const both = await request(gw, {
+    method: 'GET',
+    target: MEMBER,
+    headers: {
+      signature: [auth.Signature as string, auth.Signature as string],
+      REQUESTDATE: [auth.RequestDate as string, auth.RequestDate as string],
+      authorization: auth.Authorization as string,
+    },
+  });
+  t.equal(both.status, 400);
+  t.equal(errorOf(both).context, 'header:RequestDate');
+  const emptyFirst = await request(gw, {
+    method: 'GET',
+    target: MEMBER,
+    headers: { ...auth, Signature: ['', auth.Signature as string] },
+  });
+  t.equal(emptyFirst.status, 400);
+  t.equal(errorOf(emptyFirst).context, 'header:Signature');
+  const prefer = await request(gw, {
+    method: 'GET',
+    target: MEMBER,
+    headers: { ...auth, PREFER: ['wait=5', 'wait=6'] },
+  });
+  t.equal(prefer.status, 400);
+  t.equal(errorOf(prefer).context, 'header:Prefer');
+  const mixedCase = await request(gw, {
+    method: 'GET',
+    target: MEMBER,
+    headers: {
+      aUtHoRiZaTiOn: auth.Authorization as string,
+      requestdate: auth.RequestDate as string,
+      SIGNATURE: auth.Signature as string,
+    },
+  });
+  t.equal(mixedCase.status, 200, 'names in any case are the headers');
 });
 
 t.test('request log lines', async (t) => {
