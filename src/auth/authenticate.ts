@@ -151,9 +151,17 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
 
   // The checks in the contract's order, each refusal with its reason; no closure is made per request.
   const signed = (ctx: RequestContext, tokenId: string, headers: AuthHeaders): void | Promise<void> => {
-    const canonicalId = canonicalTokenId(tokenId);
-    if (canonicalId === undefined) {
-      return refuse(ctx, 'signature', 'malformed_token_id', errors.tokenIdMalformed());
+    // The registry holds canonical ids: an id it knows as sent is canonical, and only an id it does
+    // not know is read for its form (and looked up again in its canonical form).
+    let token = tokens.get(tokenId);
+    let canonicalId = tokenId;
+    if (!token.ok && token.reason === 'unknown_token') {
+      const canonical = canonicalTokenId(tokenId);
+      if (canonical === undefined) {
+        return refuse(ctx, 'signature', 'malformed_token_id', errors.tokenIdMalformed());
+      }
+      canonicalId = canonical;
+      if (canonical !== tokenId) token = tokens.get(canonical);
     }
     // The id is public (a user name, not a secret): log the one claimed, known or not.
     ctx.log.token_id = canonicalId;
@@ -173,7 +181,6 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     } catch (err) {
       return refuseSigned(ctx, 'malformed_signature', err);
     }
-    const token = tokens.get(canonicalId);
     if (!token.ok) return refuse(ctx, 'signature', token.reason, errors.unknownToken(token.reason));
     // The minutes and zone of RequestDate are not signed: a zone far from UTC would let a captured
     // request look current for hours (§3 "Replay bound").

@@ -46,3 +46,61 @@ export interface RequestContext {
   /** Written by the error writer or the operation: extra fields for the request's log line. */
   log: Record<string, unknown>;
 }
+
+/**
+ * The fields of a request's log line, every one there from the start (unset ones are `undefined`,
+ * which pino leaves out), in the order they are printed: every line has the one shape, whichever
+ * stages wrote to it, instead of a shape built property by property per request. Fields outside
+ * this list (a refusal's details) are added as they come.
+ */
+export class RequestLine {
+  [field: string]: unknown;
+  request_id: string | undefined = undefined;
+  operation: string | undefined = undefined;
+  method: string | undefined = undefined;
+  path: string | undefined = undefined;
+  status: number | undefined = undefined;
+  duration_ms: number | undefined = undefined;
+  client: string | undefined = undefined;
+  bytes_in: number | undefined = undefined;
+  bytes_out: number | undefined = undefined;
+  user_agent: string | undefined = undefined;
+  traceparent: string | undefined = undefined;
+  trace_id: string | undefined = undefined;
+  auth_scheme: string | undefined = undefined;
+  subject: string | undefined = undefined;
+  token_id: string | undefined = undefined;
+  auth_failure: string | undefined = undefined;
+  rate_limit_policy: string | undefined = undefined;
+  upstream_ms: number | undefined = undefined;
+  upstream_request_id: string | undefined = undefined;
+  reason: string | undefined = undefined;
+  err: unknown = undefined;
+}
+
+/**
+ * A request's context as the handler makes it: every field there from the start, so that each
+ * request's context has the one shape as the stages fill it in (a literal given its stage fields one
+ * by one took a new shape per stage, and every reader saw several).
+ */
+export class Context implements RequestContext {
+  route: Route | undefined = undefined;
+  deadline: Deadline | undefined = undefined;
+  identity: Identity | undefined = undefined;
+  body: HeldBody | undefined = undefined;
+  trace: RequestTrace | undefined = undefined;
+  bytesOut = 0;
+  readonly log = new RequestLine();
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly id: string,
+    readonly startedAt: number,
+    readonly rawTarget: string,
+    readonly path: string,
+    readonly client: string,
+    readonly peerTrusted: boolean,
+    readonly headers: string[],
+  ) {}
+}

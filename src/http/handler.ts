@@ -16,7 +16,7 @@ import { type Metrics, requestRecorder } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing/tracing.js';
 import type { Stage } from '../pipeline.js';
 import type { ClientAddressing } from './client-address.js';
-import type { RequestContext } from './context.js';
+import { Context, type RequestContext } from './context.js';
 import { toGatewayError, writeError } from './envelope.js';
 
 /** Milliseconds between the two interim answers that tell a gone client from a half-closed one. */
@@ -61,6 +61,13 @@ export interface RequestHandler {
   settled(): Promise<void>;
 }
 
+/**
+ * The latest response of a connection, kept on its socket: set per request, a plain property store
+ * (a `WeakMap` entry per request cost a hash-table insertion and ephemeron work for the collector).
+ */
+const LATEST = Symbol('latest response');
+type TrackedSocket = Socket & { [LATEST]?: ServerResponse };
+
 /** The `request` listener of the API server. */
 export function createHandler(parts: HandlerParts): RequestHandler {
   /**
@@ -72,8 +79,6 @@ export function createHandler(parts: HandlerParts): RequestHandler {
   const recorder = requestRecorder(parts.metrics);
   const { inFlight, clientAborts, deadlineExceeded } = parts.metrics;
   const { tracing } = parts;
-  /** The latest response of each connection, while it is pending. */
-  const pending = new WeakMap<Socket, ServerResponse>();
   /** Requests whose work or clean-up is not over yet, and who waits for there to be none. */
   let working = 0;
   const idle: Array<() => void> = [];
@@ -132,19 +137,17 @@ export function createHandler(parts: HandlerParts): RequestHandler {
     const q = rawTarget.indexOf('?');
     const { stages, addressing } = parts.current();
     const id = randomUUID();
-    const ctx: RequestContext = {
+    const ctx = new Context(
       req,
       res,
       id,
-      startedAt: performance.now(),
+      performance.now(),
       rawTarget,
-      path: q === -1 ? rawTarget : rawTarget.slice(0, q),
-      client: addressing.address(req),
-      peerTrusted: addressing.peerTrusted(req),
-      headers: parts.draining() ? ['RequestID', id, 'Connection', 'close'] : ['RequestID', id],
-      bytesOut: 0,
-      log: {},
-    };
+      q === -1 ? rawTarget : rawTarget.slice(0, q),
+      addressing.address(req),
+      addressing.peerTrusted(req),
+      parts.draining() ? ['RequestID', id, 'Connection', 'close'] : ['RequestID', id],
+    );
     // Two parts end a request: its work (the stages) and its response's close (the line, the clean-up).
     working++;
     inFlight.count++;
@@ -152,7 +155,7 @@ export function createHandler(parts: HandlerParts): RequestHandler {
     const part = () => {
       if (--open === 0) done();
     };
-    pending.set(req.socket, res);
+    (req.socket as TrackedSocket)[LATEST] = res;
     // `close` comes once: `on`, without the wrapper `once` makes per request.
     res.on('close', () => finish(ctx, part));
     if (parts.faulted()) {
@@ -169,7 +172,7 @@ export function createHandler(parts: HandlerParts): RequestHandler {
   };
 
   const probe = (socket: Socket) => {
-    const res = pending.get(socket);
+    const res = (socket as TrackedSocket)[LATEST];
     if (res === undefined || res.writableFinished) return;
     if (!res.headersSent) {
       // An HTTP/1.0 client must not get a 1xx (RFC 9110 §15.2): its FIN cannot be probed.
