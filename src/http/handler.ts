@@ -6,7 +6,6 @@
  * synchronously until one really returns a promise, the log line's fields are set directly, the
  * metrics' labelled children are made once, and requests in progress are counted, not kept.
  */
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -18,6 +17,7 @@ import type { Stage } from '../pipeline.js';
 import type { ClientAddressing } from './client-address.js';
 import { Context, type RequestContext } from './context.js';
 import { toGatewayError, writeError } from './envelope.js';
+import { RequestIds } from './request-id.js';
 
 /** Milliseconds between the two interim answers that tell a gone client from a half-closed one. */
 const PROBE_GAP = 20;
@@ -77,6 +77,7 @@ export function createHandler(parts: HandlerParts): RequestHandler {
    */
   const lines = parts.logger.child({}, { redact: { paths: [] } });
   const recorder = requestRecorder(parts.metrics);
+  const ids = new RequestIds();
   const { inFlight, clientAborts, deadlineExceeded } = parts.metrics;
   const { tracing } = parts;
   /** Requests whose work or clean-up is not over yet, and who waits for there to be none. */
@@ -136,7 +137,7 @@ export function createHandler(parts: HandlerParts): RequestHandler {
     const rawTarget = req.url ?? '';
     const q = rawTarget.indexOf('?');
     const { stages, addressing } = parts.current();
-    const id = randomUUID();
+    const id = ids.next();
     const ctx = new Context(
       req,
       res,
