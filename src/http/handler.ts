@@ -209,8 +209,11 @@ function run(
   from: number,
 ): Promise<void> | undefined {
   try {
+    // Resuming after a stage that waited: the deadline may have passed, or the client gone, while it
+    // did. Stages that answer at once run in microseconds and nothing else runs between them, so the
+    // clock is read once per resumption, not before every stage.
+    if (from > 0 && from < stages.length) ctx.deadline?.check();
     for (let i = from; i < stages.length; i++) {
-      ctx.deadline?.check();
       const result = (stages[i] as readonly [string, Stage])[1](ctx);
       if (result !== undefined) {
         return result.then(
