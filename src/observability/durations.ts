@@ -1,14 +1,15 @@
 /**
- * `gateway_request_duration_seconds`, kept in plain numbers. Every request is observed once, and
- * prom-client's `Histogram` hashes the labels and keys its buckets by number-to-string conversions
- * on every observation, which measured about 5 µs per request in the running server (a twelfth of a
- * member lookup's CPU). Here each operation's series is a bucket count array, a sum and a count,
- * found once per operation; when scraped, the series are handed to prom-client's registry in the form
- * its own histograms export (`get()`), so the text format, the cluster aggregation (summed) and the
- * series are prom-client's as before.
+ * The duration histograms observed on every request (`gateway_request_duration_seconds` by operation,
+ * `gateway_upstream_request_duration_seconds` by backend), kept in plain numbers. prom-client's
+ * `Histogram` hashes the labels and keys its buckets by number-to-string conversions on every
+ * observation, which measured about 5 µs per request in the running server (a twelfth of a member
+ * lookup's CPU). Here each label value's series is a bucket count array, a sum and a count, found
+ * once; when scraped, the series are handed to prom-client's registry in the form its own histograms
+ * export (`get()`), so the text format, the cluster aggregation (summed) and the series are
+ * prom-client's as before.
  */
 
-/** One operation's durations: what each request adds to. */
+/** One label value's durations: what each request adds to. */
 export class DurationSeries {
   /** Observations at or below each bound (not cumulative); the last slot holds those above every bound. */
   readonly counts: Float64Array;
@@ -43,26 +44,33 @@ interface Sample {
   readonly metricName: string;
 }
 
-/** The histogram: registered in a prom-client registry like any metric (`name`, `get`, `reset`). */
-export class RequestDurations {
-  readonly name = 'gateway_request_duration_seconds';
-  readonly help = 'Time from the request line to the end of the response, by operation.';
+/**
+ * A histogram with one label: registered in a prom-client registry like any metric (`name`, `get`,
+ * `reset`).
+ */
+export class DurationHistogram {
   readonly type = 'histogram';
   /** Workers' series are summed, as prom-client does for its histograms. */
   readonly aggregator = 'sum';
   readonly #bounds: readonly number[];
   readonly #series = new Map<string, DurationSeries>();
 
-  constructor(bounds: readonly number[]) {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    /** The one label (`operation`, `backend`). */
+    private readonly label: string,
+    bounds: readonly number[],
+  ) {
     this.#bounds = [...bounds].sort((a, b) => a - b);
   }
 
-  /** The series of `operation`, made on its first request (kept: the recorder holds it). */
-  series(operation: string): DurationSeries {
-    let series = this.#series.get(operation);
+  /** The series of label value `value`, made on its first observation (kept: its observer holds it). */
+  series(value: string): DurationSeries {
+    let series = this.#series.get(value);
     if (series === undefined) {
       series = new DurationSeries(this.#bounds);
-      this.#series.set(operation, series);
+      this.#series.set(value, series);
     }
     return series;
   }
@@ -71,15 +79,16 @@ export class RequestDurations {
   async get() {
     const values: Sample[] = [];
     const bucket = `${this.name}_bucket`;
-    for (const [operation, series] of this.#series) {
+    for (const [value, series] of this.#series) {
+      const labels = { [this.label]: value };
       let cumulative = 0;
       this.#bounds.forEach((le, i) => {
         cumulative += series.counts[i] as number;
-        values.push({ labels: { le, operation }, value: cumulative, metricName: bucket });
+        values.push({ labels: { le, ...labels }, value: cumulative, metricName: bucket });
       });
-      values.push({ labels: { le: '+Inf', operation }, value: series.count, metricName: bucket });
-      values.push({ labels: { operation }, value: series.sum, metricName: `${this.name}_sum` });
-      values.push({ labels: { operation }, value: series.count, metricName: `${this.name}_count` });
+      values.push({ labels: { le: '+Inf', ...labels }, value: series.count, metricName: bucket });
+      values.push({ labels, value: series.sum, metricName: `${this.name}_sum` });
+      values.push({ labels, value: series.count, metricName: `${this.name}_count` });
     }
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
   }

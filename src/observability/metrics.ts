@@ -6,7 +6,7 @@ import client from 'prom-client';
 import { tlsMetrics } from '../tls/metrics.js';
 import { buildInfo } from './build.js';
 import { initialise } from './initial.js';
-import { RequestDurations } from './durations.js';
+import { DurationHistogram } from './durations.js';
 import { latencyBuckets } from './labels.js';
 
 /** What the metrics are shaped by: the longest wait (`prefer.max_wait`, seconds) ends the latency buckets. */
@@ -34,10 +34,22 @@ export function createMetrics(options: MetricsOptions = {}) {
   const requestCounts = new Map<string, RequestCount>();
   /** Requests in flight: counted per request as a plain number, set on the gauge when scraped. */
   const inFlight = { count: 0 };
-  const requestDuration = new RequestDurations(buckets);
+  const requestDuration = new DurationHistogram(
+    'gateway_request_duration_seconds',
+    'Time from the request line to the end of the response, by operation.',
+    'operation',
+    buckets,
+  );
+  const upstreamDuration = new DurationHistogram(
+    'gateway_upstream_request_duration_seconds',
+    'Upstream request time, by backend.',
+    'backend',
+    buckets,
+  );
   // prom-client's registry reads any metric that has a name, `get()` and `reset()`; its typings
   // name only its own four classes.
   registry.registerMetric(requestDuration as unknown as client.Metric);
+  registry.registerMetric(upstreamDuration as unknown as client.Metric);
   const tokenStoreReloads = new client.Counter({
     name: 'gateway_token_store_reloads_total',
     help: 'Reads of the token store (everything, or the rows a notification named), by result (ok, error).',
@@ -111,13 +123,8 @@ export function createMetrics(options: MetricsOptions = {}) {
       help: 'Entries evicted from the checksum cache to stay under its byte bound.',
       registers,
     }),
-    upstreamDuration: new client.Histogram({
-      name: 'gateway_upstream_request_duration_seconds',
-      help: 'Upstream request time, by backend.',
-      labelNames: ['backend'] as const,
-      buckets,
-      registers,
-    }),
+    /** `gateway_upstream_request_duration_seconds`: observed per request in plain numbers. */
+    upstreamDuration,
     upstreamErrors: new client.Counter({
       name: 'gateway_upstream_errors_total',
       help: 'Upstream failures, by backend and kind (its own faults: never a client gone or the request deadline).',

@@ -82,7 +82,7 @@ export function createEndpoint(config: UpstreamConfig, name: string, deps: Upstr
   const keys = new RequestKeys();
   const date = requestDates();
   const { metrics } = deps;
-  const duration = metrics.upstreamDuration.labels({ backend: name });
+  const duration = metrics.upstreamDuration.series(name);
   const observe = (started: number) => duration.observe((performance.now() - started) / 1000);
   const { auth } = config;
   /** The `Authorization` the gateway's own credentials send, the same on every request (none for `client`). */

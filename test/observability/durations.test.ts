@@ -4,7 +4,7 @@
  */
 import client from 'prom-client';
 import t from 'tap';
-import { RequestDurations } from '../../src/observability/durations.js';
+import { DurationHistogram } from '../../src/observability/durations.js';
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const NAME = 'gateway_request_duration_seconds';
@@ -34,7 +34,12 @@ function pair(observations: ReadonlyArray<readonly [string, number]>) {
     registers: [reference],
   });
   const ours = new client.Registry();
-  const durations = new RequestDurations(BUCKETS);
+  const durations = new DurationHistogram(
+    NAME,
+    'Time from the request line to the end of the response, by operation.',
+    'operation',
+    BUCKETS,
+  );
   ours.registerMetric(durations as unknown as client.Metric);
   for (const [operation, seconds] of observations) {
     histogram.observe({ operation }, seconds);
@@ -95,4 +100,35 @@ t.test("workers' series are summed as prom-client's histograms are", async (t) =
       ]).metrics(),
     );
   t.same(await summed(a.ours, b.ours), await summed(a.reference, b.reference));
+});
+
+t.test('a histogram by another label exports as prom-client does too', async (t) => {
+  const name = 'gateway_upstream_request_duration_seconds';
+  const reference = new client.Registry();
+  const histogram = new client.Histogram({
+    name,
+    help: 'Upstream request time, by backend.',
+    labelNames: ['backend'],
+    buckets: BUCKETS,
+    registers: [reference],
+  });
+  const ours = new client.Registry();
+  const durations = new DurationHistogram(name, 'Upstream request time, by backend.', 'backend', BUCKETS);
+  ours.registerMetric(durations as unknown as client.Metric);
+  for (const [backend, seconds] of [
+    ['asset_group_tags', 0.003],
+    ['asset_group_tags', 0.7],
+    ['passthrough', 12],
+  ] as const) {
+    histogram.observe({ backend }, seconds);
+    durations.series(backend).observe(seconds);
+  }
+  const lines = async (r: client.Registry) =>
+    (await r.metrics())
+      .split('\n')
+      .filter((l) => l.startsWith(name))
+      .map((l) => l.replace(/\{([^}]*)\}/, (_m, inner: string) => `{${inner.split(',').sort().join(',')}}`))
+      .sort();
+  t.same(await lines(ours), await lines(reference));
+  t.equal((await lines(ours)).length, 2 * (BUCKETS.length + 3));
 });
