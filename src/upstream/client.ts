@@ -32,10 +32,13 @@ export interface UpstreamClient {
    * body streaming. Throws the catalogue's 502/504 when the upstream fails.
    */
   send(outgoing: Outgoing): Promise<Arrived>;
+  /**
+   * Sends `outgoing` as `send` does and resolves with the answer as it is relayed (its status, the
+   * headers that describe its body, the body), in the one promise.
+   */
+  relay(outgoing: Outgoing): Promise<UpstreamAnswer>;
   /** The whole body of `answer` (a 502 past `limit` bytes), failures translated as `send`'s. */
   read(answer: Arrived, limit: number, signal: StopSignal): Promise<Buffer>;
-  /** `answer` as it is relayed: its status, body-describing headers and body. */
-  relayed(answer: Arrived): UpstreamAnswer;
   ready(): boolean;
   close(): Promise<void>;
 }
@@ -58,57 +61,67 @@ export function createUpstreamClient(
     bodyTimeout: config.body_timeout,
   });
 
+  /** Sends `outgoing`; the answer is handed to `deliver`, whose result the promise resolves with. */
+  const dispatch = <T>(
+    { request, headers: extra, signal, meter }: Outgoing,
+    deliver: (answer: Arrived) => T,
+  ): Promise<T> => {
+    const target = endpoint.prefix + request.target;
+    // An empty held body (a GET's) goes out as none at all.
+    const held = request.body;
+    const body = held === undefined || (!Buffer.isBuffer(held) && held.size === 0) ? undefined : held;
+    /** With tracing on, the request is a client span whose `traceparent` it carries. */
+    const traced = (headers: Record<string, string>): Promise<T> => {
+      if (tracing === undefined) return go(headers);
+      const attributes = clientAttributes(endpoint.url, request.method, target, name);
+      return tracing.span(request.method, 'client', attributes, (span) => {
+        headers.traceparent = span.traceparent();
+        return go(headers, (answer) => span.set({ 'http.response.status_code': answer.statusCode }));
+      });
+    };
+    const go = (headers: Record<string, string>, arrived?: (answer: Arrived) => void): Promise<T> => {
+      if (extra !== undefined) Object.assign(headers, extra);
+      if (request.contentType !== undefined) headers['content-type'] = request.contentType;
+      // A held body's size is known: it goes out with a length, not chunked.
+      if (body !== undefined && !Buffer.isBuffer(body)) headers['content-length'] = String(body.size);
+      const started = performance.now();
+      return new Promise<T>((resolve, reject) => {
+        const exchange = new Exchange(request.method, signal, {
+          head() {
+            meter?.spent?.(performance.now() - started);
+            endpoint.answered(started);
+          },
+          resolve(answer) {
+            arrived?.(answer);
+            resolve(deliver(answer));
+          },
+          reject(err, beforeHead) {
+            if (!beforeHead) return reject(endpoint.failed(err, signal));
+            meter?.spent?.(performance.now() - started);
+            reject(endpoint.failed(err, signal, started));
+          },
+        });
+        pool.dispatch(
+          {
+            method: request.method as Dispatcher.HttpMethod,
+            path: target,
+            headers,
+            body: body === undefined || Buffer.isBuffer(body) ? body : body.stream(),
+          },
+          exchange,
+        );
+      });
+    };
+    const headers = endpoint.headers(request, target, body);
+    return headers instanceof Promise ? headers.then(traced) : traced(headers);
+  };
+  /** `answer` as it is relayed: its status, body-describing headers and body. */
+  const relayed = (answer: Arrived) =>
+    new UpstreamAnswer(answer.statusCode, passedHeaders(answer.headers), answer.body);
+
   return {
-    send({ request, headers: extra, signal, meter }) {
-      const target = endpoint.prefix + request.target;
-      // An empty held body (a GET's) goes out as none at all.
-      const held = request.body;
-      const body = held === undefined || (!Buffer.isBuffer(held) && held.size === 0) ? undefined : held;
-      /** With tracing on, the request is a client span whose `traceparent` it carries. */
-      const traced = (headers: Record<string, string>): Promise<Arrived> => {
-        if (tracing === undefined) return go(headers);
-        const attributes = clientAttributes(endpoint.url, request.method, target, name);
-        return tracing.span(request.method, 'client', attributes, (span) => {
-          headers.traceparent = span.traceparent();
-          return go(headers).then((answer) => {
-            span.set({ 'http.response.status_code': answer.statusCode });
-            return answer;
-          });
-        });
-      };
-      const go = (headers: Record<string, string>): Promise<Arrived> => {
-        if (extra !== undefined) Object.assign(headers, extra);
-        if (request.contentType !== undefined) headers['content-type'] = request.contentType;
-        // A held body's size is known: it goes out with a length, not chunked.
-        if (body !== undefined && !Buffer.isBuffer(body)) headers['content-length'] = String(body.size);
-        const started = performance.now();
-        return new Promise<Arrived>((resolve, reject) => {
-          const exchange = new Exchange(request.method, signal, {
-            head() {
-              meter?.spent?.(performance.now() - started);
-              endpoint.answered(started);
-            },
-            resolve,
-            reject(err, beforeHead) {
-              if (!beforeHead) return reject(endpoint.failed(err, signal));
-              meter?.spent?.(performance.now() - started);
-              reject(endpoint.failed(err, signal, started));
-            },
-          });
-          pool.dispatch(
-            {
-              method: request.method as Dispatcher.HttpMethod,
-              path: target,
-              headers,
-              body: body === undefined || Buffer.isBuffer(body) ? body : body.stream(),
-            },
-            exchange,
-          );
-        });
-      };
-      const headers = endpoint.headers(request, target, body);
-      return headers instanceof Promise ? headers.then(traced) : traced(headers);
-    },
+    send: (outgoing) => dispatch(outgoing, (answer) => answer),
+    relay: (outgoing) => dispatch(outgoing, relayed),
     read(answer, limit, signal) {
       const { body } = answer;
       if (Buffer.isBuffer(body)) {
@@ -119,7 +132,6 @@ export function createUpstreamClient(
         throw endpoint.failed(err, signal);
       });
     },
-    relayed: (answer) => new UpstreamAnswer(answer.statusCode, passedHeaders(answer.headers), answer.body),
     ready: () => endpoint.ready(),
     async close() {
       endpoint.close();

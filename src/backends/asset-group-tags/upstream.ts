@@ -21,7 +21,7 @@ export const upstreamAssetGroupTags: BackendType<
     return {
       getMember(_tagId, _memberId, call) {
         const { request, stop } = call;
-        return client.send({ request, headers: ACCEPT_JSON, signal: stop, meter: call }).then(client.relayed);
+        return client.relay({ request, headers: ACCEPT_JSON, signal: stop, meter: call });
       },
       ready: () => client.ready(),
       close: () => client.close(),

@@ -22,8 +22,7 @@ export const upstreamSsoProviders: BackendType<UpstreamConfig & { type: 'upstrea
       async update(_id, _patch, call) {
         const { request, stop } = call;
         const headers = { accept: 'application/json' };
-        const answer = await client.send({ request, headers, signal: stop, meter: call });
-        return client.relayed(answer);
+        return client.relay({ request, headers, signal: stop, meter: call });
       },
       ready: () => client.ready(),
       close: () => client.close(),
