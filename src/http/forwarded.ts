@@ -14,7 +14,7 @@ const PROTO = /^\s*(https?)\s*(?:,|$)/i;
 const HOST = /^\s*([A-Za-z0-9.\-_:[\]]{1,255})\s*(?:,|$)/;
 
 /**
- * What an upstream is told of `ctx`'s request, frozen. `X-Forwarded-For` is the client address as
+ * What an upstream is told of `ctx`'s request. `X-Forwarded-For` is the client address as
  * computed under `server.trusted_proxies`, alone: hops a trusted proxy did not vouch for are not
  * passed on, and the service's own per-address limits see the client. `-Proto` and `-Host` come
  * from the peer when it is a trusted proxy, else from what the gateway saw.
@@ -24,8 +24,9 @@ export function forwardedRequest(ctx: RequestContext): ForwardedRequest {
 }
 
 /**
- * A `ForwardedRequest` read off the request once, frozen. The client's credentials, which only
- * `{type: client}` auth forwards, are read from its headers when asked for, not on every request.
+ * A `ForwardedRequest` read off the request once (its fields read-only). The client's credentials,
+ * which only `{type: client}` auth forwards, are read from its headers when asked for, not on every
+ * request.
  */
 class Forwarded implements ForwardedRequest {
   readonly method: string;
@@ -65,7 +66,6 @@ class Forwarded implements ForwardedRequest {
     this.traceparent = typeof traceparent === 'string' ? traceparent : undefined;
     this.deadlineAt = ctx.deadline?.expiresAt;
     this.#identified = identity === undefined ? undefined : req.headers;
-    Object.freeze(this);
   }
 
   get credentials(): ClientCredentials | undefined {

@@ -57,12 +57,29 @@ export function sendEmpty(ctx: RequestContext, status: number, headers: HeaderLi
 /** An object of headers as a flat list (a value given as a list repeats its name). */
 export function headerList(headers: Readonly<Record<string, string | readonly string[]>>): string[] {
   const list: string[] = [];
+  appendHeaders(list, headers);
+  return list;
+}
+
+/**
+ * Appends `headers` to `list` as name, value pairs; with `contentLength`, that is the value of
+ * `content-length` (in its place, or last when the headers have none).
+ */
+function appendHeaders(
+  list: string[],
+  headers: Readonly<Record<string, string | readonly string[]>>,
+  contentLength?: string,
+): void {
+  let length = contentLength;
   for (const name of Object.keys(headers)) {
     const value = headers[name] as string | readonly string[];
-    if (typeof value === 'string') list.push(name, value);
+    if (length !== undefined && name === 'content-length') {
+      list.push(name, length);
+      length = undefined;
+    } else if (typeof value === 'string') list.push(name, value);
     else for (const v of value) list.push(name, v);
   }
-  return list;
+  if (length !== undefined) list.push('content-length', length);
 }
 
 /**
@@ -77,12 +94,10 @@ export function relay(ctx: RequestContext, answer: UpstreamAnswer): void | Promi
   const bodiless = ctx.req.method === 'HEAD' || answer.status === 204 || answer.status === 304;
   if (Buffer.isBuffer(body)) {
     // The bytes held are the body: their length is its length (a HEAD keeps the upstream's word).
-    const length = String(body.length);
-    const headers =
-      bodiless || answer.headers['content-length'] === length
-        ? answer.headers
-        : { ...answer.headers, 'content-length': length };
-    writeHead(ctx, answer.status, headerList(headers));
+    // The head is the gateway's headers and the answer's, in one list made once.
+    const list = ctx.headers.slice();
+    appendHeaders(list, answer.headers, bodiless ? undefined : String(body.length));
+    ctx.res.writeHead(answer.status, list);
     if (!bodiless) ctx.bytesOut = body.length;
     ctx.res.end(bodiless ? undefined : body);
     return undefined;
