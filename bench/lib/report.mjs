@@ -20,18 +20,30 @@ export function header(command) {
   ];
 }
 
-const COLUMNS = ['target', 'CPU µs/req', 'of it kernel', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'failures'];
+const COLUMNS = [
+  'target',
+  'CPU µs/req',
+  'of it kernel',
+  'every round',
+  'req/s',
+  'p50 ms',
+  'p99 ms',
+  'requests',
+  'failures',
+];
 
 const fixed = (n, digits) => (Number.isFinite(n) ? n.toFixed(digits) : '—');
 
 /** The cells of each row; a row with failures is flagged `!` (a fast wrong answer is no answer). */
 function cells(rows) {
   return rows.map((r) => {
-    if (r.unavailable) return [r.name, r.unavailable, '—', '—', '—', '—', '—', '—'];
+    if (r.unavailable) return [r.name, r.unavailable, '—', '—', '—', '—', '—', '—', '—'];
     return [
       r.failures > 0 ? `${r.name} !` : r.name,
       fixed(r.cpuUs, 1),
       fixed(r.systemUs, 1),
+      // Each round's CPU µs/req in the order run: how far a disturbed round sits from the calm ones.
+      (r.rounds ?? []).map((us) => fixed(us, 0)).join(' '),
       fixed(r.rps, 0),
       fixed(r.p50, 2),
       fixed(r.p99, 2),

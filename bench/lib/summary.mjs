@@ -48,8 +48,9 @@ export function summarize({ head, opts, targets, notes, rss, rssWarm, micro }, f
     `load: autocannon, ${opts.connections} keep-alive connections, ${opts.requests} requests per run, ` +
     `${opts.rounds} rounds (targets alternating, after a warm-up of ${opts.warmup} requests each); ` +
     `CPU µs/req: the target's processes' own user+system time (/proc, all threads; a gateway with ` +
-    `workers: the primary and every worker), the lower of the rounds; of it kernel: that round's system ` +
-    `time (socket reads and writes, the log file); req/s and latency: the mean of the rounds`;
+    `workers: the primary and every worker), the lowest of the rounds; of it kernel: that round's system ` +
+    `time (socket reads and writes, the log file); every round: each round's CPU µs/req in the order run; ` +
+    `req/s and latency: the mean of the rounds`;
   head.push(loadNow());
 
   const out = (line = '') => process.stdout.write(`${line}\n`);
