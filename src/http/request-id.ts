@@ -1,7 +1,7 @@
 /**
  * Request ids (`RequestID`): random (version 4) UUIDs, as `crypto.randomUUID` makes them, from the
  * same kind of buffered entropy (`randomFillSync`, a batch at a time), written as text a batch at a
- * time into a buffer and read out as one flat string each. `randomUUID` builds its text by joining
+ * time, each id then a slice of the batch's one string. `randomUUID` builds its text by joining
  * twenty short strings, and every later use of that string (the header line, its validation, the log
  * line) paid for the join: measured about 3 µs per request in the running server.
  */
@@ -16,6 +16,8 @@ const HEX = Buffer.from('0123456789abcdef', 'latin1');
 export class RequestIds {
   readonly #random = Buffer.alloc(BATCH * 16);
   readonly #text = Buffer.alloc(BATCH * LENGTH);
+  /** The batch's ids as one string, read out by `slice` (no call into the runtime per id). */
+  #batch = '';
   #next = BATCH;
 
   /** A new random UUID (version 4, RFC 9562), lower-case. */
@@ -23,7 +25,7 @@ export class RequestIds {
     if (this.#next === BATCH) this.#fill();
     const start = this.#next * LENGTH;
     this.#next++;
-    return this.#text.toString('latin1', start, start + LENGTH);
+    return this.#batch.slice(start, start + LENGTH);
   }
 
   #fill(): void {
@@ -42,6 +44,7 @@ export class RequestIds {
         text[at++] = HEX[byte & 0x0f] as number;
       }
     }
+    this.#batch = text.toString('latin1');
     this.#next = 0;
   }
 }
