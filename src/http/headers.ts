@@ -5,24 +5,10 @@
 import type { IncomingMessage } from 'node:http';
 import { errors } from '../errors.js';
 
-/** The value of `name` (case-insensitive), undefined when absent; 400 when it is sent more than once. */
-export function singleHeader(req: IncomingMessage, name: string): string | undefined {
-  const raw = req.rawHeaders;
-  const lower = name.toLowerCase();
-  let value: string | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
-    if ((raw[i] as string).length === lower.length && (raw[i] as string).toLowerCase() === lower) {
-      if (value !== undefined) throw errors.duplicateHeader(name);
-      value = raw[i + 1] as string;
-    }
-  }
-  return value;
-}
-
 /**
- * A reader of several single headers at once: their values, in `names`' order, in one pass over the
- * raw list. Each is as `singleHeader` reads it; when several are repeated, the 400 names the first of
- * them in `names`' order (the answer `singleHeader` called on each in turn would give).
+ * A reader of headers that must appear at most once: the values of `names` (case-insensitive), in
+ * `names`' order, undefined when absent, in one pass over the raw list; 400 when one is sent more
+ * than once, naming the first repeated one in `names`' order.
  */
 export function singleHeaders(names: readonly string[]): (req: IncomingMessage) => (string | undefined)[] {
   const lower = names.map((name) => name.toLowerCase());
