@@ -22,7 +22,7 @@ import type { Identity } from './identity.js';
 import { createJwtVerifier, type KeySourceInfo, type TokenWait } from './jwt.js';
 import type { KeySources } from './key-sources.js';
 import { RequestKeys } from '../signing/request-keys.js';
-import { type RequestDate, RequestDates } from '../signing/request-date.js';
+import { type RequestDate, RequestDateReader } from '../signing/request-date.js';
 import { canonicalTokenId } from '../signing/token-id.js';
 import { createTokenRegistry, type TokenRegistry, type UsableToken } from './tokens.js';
 import { checkClockSkew, checkUtcOffset, parseSignature, signaturesEqual } from './signature.js';
@@ -69,7 +69,7 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const maxOffset = deps.auth.signature.max_utc_offset;
   const tokens = deps.tokens ?? createTokenRegistry({ tokens: deps.auth.signature.tokens });
   const requestKeys = new RequestKeys();
-  const dates = new RequestDates();
+  const dates = new RequestDateReader();
   // A revoked, rotated or removed token's cached signing keys go with it.
   tokens.onDrop((id) => requestKeys.forget(id));
   const explainMismatch = deps.auth.signature.explain_mismatch;
@@ -169,7 +169,7 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     if (date === undefined) return refuse(ctx, 'signature', 'no_date', errors.noRequestDate());
     let clientTime: RequestDate;
     try {
-      clientTime = dates.parse(date);
+      clientTime = dates.read(date);
     } catch (err) {
       return refuseSigned(ctx, 'malformed_date', err);
     }

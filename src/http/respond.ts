@@ -92,17 +92,17 @@ export function relay(ctx: RequestContext, answer: UpstreamAnswer): void | Promi
   if (upstreamId !== undefined) ctx.log.upstream_request_id = upstreamId;
   const { body } = answer;
   const bodiless = ctx.req.method === 'HEAD' || answer.status === 204 || answer.status === 304;
-  if (Buffer.isBuffer(body)) {
-    // The bytes held are the body: their length is its length (a HEAD keeps the upstream's word).
-    // The head is the gateway's headers and the answer's, in one list made once.
-    const list = ctx.headers.slice();
-    appendHeaders(list, answer.headers, bodiless ? undefined : String(body.length));
-    ctx.res.writeHead(answer.status, list);
+  const held = Buffer.isBuffer(body);
+  // The head: the gateway's headers and the answer's, in one list. The bytes held are the body: their
+  // length is its length (a HEAD, and a body that streams, keep the upstream's word).
+  const list = ctx.headers.slice();
+  appendHeaders(list, answer.headers, held && !bodiless ? String(body.length) : undefined);
+  ctx.res.writeHead(answer.status, list);
+  if (held) {
     if (!bodiless) ctx.bytesOut = body.length;
     ctx.res.end(bodiless ? undefined : body);
     return undefined;
   }
-  writeHead(ctx, answer.status, headerList(answer.headers));
   if (bodiless) {
     body.resume(); // nothing to relay; let the upstream connection go back to its pool
     ctx.res.end();

@@ -31,7 +31,7 @@ export function createMetrics(options: MetricsOptions = {}) {
   // The token registry of each configuration (issue 18): the newest one is the one serving.
   const tokenSources = new Set<() => TokenCounts>();
   /** Requests answered since the last scrape, by label set (see `requestRecorder`). */
-  const requestCounts = new Map<string, RequestCount>();
+  const requestCounts = new Set<RequestCount>();
   /** Requests in flight: counted per request as a plain number, set on the gauge when scraped. */
   const inFlight = { count: 0 };
   const requestDuration = new DurationHistogram(
@@ -70,7 +70,7 @@ export function createMetrics(options: MetricsOptions = {}) {
       // Counted per request in plain numbers (`requestRecorder`), added here when scraped: the label
       // hashing of prom-client then happens per scrape, not per request.
       collect() {
-        for (const entry of requestCounts.values()) {
+        for (const entry of requestCounts) {
           if (entry.pending === 0) continue;
           this.inc(entry.labels, entry.pending);
           entry.pending = 0;
@@ -315,7 +315,7 @@ export function requestRecorder(metrics: Metrics): RequestRecorder {
           pending: 0,
         };
         methods.set(method, count);
-        counts.set(`${operation} ${method} ${status}`, count);
+        counts.add(count);
       }
       count.pending++;
       entry.duration.observe(seconds);

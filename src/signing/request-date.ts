@@ -61,11 +61,11 @@ export function parseRequestDate(value: string): RequestDate {
  * requests of one second carry the same `RequestDate` and are read once. A value that does not parse
  * is not kept (it throws every time).
  */
-export class RequestDates {
+export class RequestDateReader {
   #text: string | undefined;
   #date: RequestDate | undefined;
 
-  parse(value: string): RequestDate {
+  read(value: string): RequestDate {
     if (value === this.#text) return this.#date as RequestDate;
     const date = parseRequestDate(value);
     this.#text = value;

@@ -1,6 +1,6 @@
 /** The `RequestDate` header: read strictly, written as clients write it. */
 import t, { type Test } from 'tap';
-import { formatRequestDate, parseRequestDate, RequestDates } from '../../src/signing/request-date.js';
+import { formatRequestDate, parseRequestDate, RequestDateReader } from '../../src/signing/request-date.js';
 
 const PREFIX = 'unable to validate request signature for client: ';
 
@@ -52,17 +52,17 @@ t.test('a request date is written in UTC at second precision, or in a given zone
   t.equal(formatRequestDate(Date.UTC(2024, 0, 1, 10, 0, 0), 120), '2024-01-01T12:00:00+02:00');
 });
 
-t.test('RequestDates reads a repeated value once and gives what parseRequestDate gives', async (t) => {
-  const dates = new RequestDates();
-  const first = dates.parse('2024-01-01T10:15:00Z');
+t.test('RequestDateReader reads a repeated value once and gives what parseRequestDate gives', async (t) => {
+  const dates = new RequestDateReader();
+  const first = dates.read('2024-01-01T10:15:00Z');
   t.same(first, parseRequestDate('2024-01-01T10:15:00Z'));
-  t.equal(dates.parse(`2024-01-01T10:15:00${'Z'}`), first, 'the same value (another string) is the kept one');
-  t.throws(() => dates.parse('2024-02-30T10:15:00Z'), { status: 400, message: /day out of range/ });
+  t.equal(dates.read(`2024-01-01T10:15:00${'Z'}`), first, 'the same value (another string) is the kept one');
+  t.throws(() => dates.read('2024-02-30T10:15:00Z'), { status: 400, message: /day out of range/ });
   t.throws(
-    () => dates.parse('2024-02-30T10:15:00Z'),
+    () => dates.read('2024-02-30T10:15:00Z'),
     { status: 400, message: /day out of range/ },
     'a bad value throws every time',
   );
-  t.equal(dates.parse('2024-01-01T10:15:00Z'), first, 'and is not kept in place of the last good one');
-  t.same(dates.parse('2024-01-01T10:15:00+02:00'), { at: Date.UTC(2024, 0, 1, 8, 15, 0), offset: 120 });
+  t.equal(dates.read('2024-01-01T10:15:00Z'), first, 'and is not kept in place of the last good one');
+  t.same(dates.read('2024-01-01T10:15:00+02:00'), { at: Date.UTC(2024, 0, 1, 8, 15, 0), offset: 120 });
 });
