@@ -11,6 +11,7 @@ import { signatureSteps } from '../signing/chain.js';
 import { formatRequestDate as rfc3339, parseRequestDate } from '../signing/request-date.js';
 import { canonicalTokenId } from '../signing/token-id.js';
 import type { SignIo } from './sign.js';
+import { targetSpellings } from './target-spellings.js';
 
 const USAGE = `usage: gateway verify --token-id ID (--token-key-file F | env GATEWAY_TOKEN_KEY)
                       --method M --uri U --date D --signature S [--body FILE]
@@ -121,7 +122,10 @@ export async function runVerify(argv: string[], io: SignIo): Promise<number> {
   }
 }
 
-/** The usual mistakes: the query, the neighbouring hours, the hour in UTC, an empty body, the method's case. */
+/**
+ * The usual mistakes: the query, another spelling of the target, the neighbouring hours, the hour in
+ * UTC, an empty body, the method's case.
+ */
 function mistakes(sent: Variant, instant: number, offset: number): Variant[] {
   const out: Variant[] = [];
   const q = sent.target.indexOf('?');
@@ -141,6 +145,9 @@ function mistakes(sent: Variant, instant: number, offset: number): Variant[] {
       target: `${sent.target}?`,
     });
   }
+  // Another spelling of the same target: encoded otherwise, or the path as the gateway's 301 cleans it.
+  const tried = out.map((v) => v.target);
+  for (const spelling of targetSpellings(sent.target, tried)) out.push({ ...sent, ...spelling });
   for (const [step, which] of [
     [-1, 'before'],
     [1, 'after'],
