@@ -3,13 +3,12 @@
  * what the tests walk, and what `npm run docs:gen` writes as `docs/reference/error-codes.md`.
  */
 import { AUTHENTICATION, BEARER, SIGNATURE } from './authentication.js';
-import type { CodeFamily, LabelOf } from './entry.js';
+import type { CodeEntry, CodeFamily, LabelOf } from './entry.js';
 import { FORM, METADATA, PATH } from './input.js';
 import { DEADLINE, RATE_LIMIT, REQUEST, SERVER } from './requests.js';
 import { UPSTREAM_BAD_ANSWER, UPSTREAM_TIMEOUT, UPSTREAM_UNAVAILABLE } from './upstream.js';
 
-/** Every code of the catalogue, with what the generated table says of it. */
-export const CODES = {
+const ALL = {
   ...REQUEST,
   ...DEADLINE,
   ...AUTHENTICATION,
@@ -26,7 +25,10 @@ export const CODES = {
 } as const;
 
 /** A stable error code: `GW_` and upper-case words joined by `_`. */
-export type ErrorCode = keyof typeof CODES;
+export type ErrorCode = keyof typeof ALL;
+
+/** Every code of the catalogue, with what the generated table says of it. */
+export const CODES: Readonly<Record<ErrorCode, CodeEntry>> = ALL;
 
 /** The families of codes, titled, in the order the generated table lists them. */
 export const CODE_FAMILIES: ReadonlyArray<readonly [title: string, codes: CodeFamily]> = [
