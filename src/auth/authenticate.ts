@@ -248,7 +248,9 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const certificate = (ctx: RequestContext): void | Promise<void> => {
     const outcome = certificates?.identify(ctx.req.socket);
     if (outcome === undefined) return refuse(ctx, 'none', 'missing', errors.notAuthenticated());
-    if (!outcome.ok) return refuse(ctx, 'client_certificate', outcome.reason, errors.notAuthenticated());
+    if (!outcome.ok) {
+      return refuse(ctx, 'client_certificate', outcome.reason, errors.notAuthenticated(outcome.reason));
+    }
     return admit(ctx, outcome.identity);
   };
 

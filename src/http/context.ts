@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Identity } from '../auth/identity.js';
+import type { ErrorCode } from '../errors.js';
 import type { RequestTrace } from '../observability/tracing/tracing.js';
 import type { HeldBody } from './body.js';
 import type { Deadline } from './deadline.js';
@@ -75,6 +76,8 @@ export class RequestLine {
   upstream_ms: number | undefined = undefined;
   upstream_request_id: string | undefined = undefined;
   reason: string | undefined = undefined;
+  /** The stable code (`GW_…`) of the error the gateway answered with; none on a relayed answer. */
+  error_code: ErrorCode | undefined = undefined;
   err: unknown = undefined;
 }
 

@@ -47,6 +47,7 @@ export function answerFramingErrors(server: Server, deps: { logger: Logger; metr
         bytes_out: bytesOut,
         ...(read.user_agent === undefined ? {} : { user_agent: read.user_agent }),
         reason,
+        error_code: error.code,
       },
       'request',
     );
