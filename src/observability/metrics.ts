@@ -5,6 +5,7 @@
 import client from 'prom-client';
 import { tlsMetrics } from '../tls/metrics.js';
 import { buildInfo } from './build.js';
+import { type Check, checkReady } from './checks.js';
 import { initialise } from './initial.js';
 import { DurationHistogram } from './durations.js';
 import { latencyBuckets } from './labels.js';
@@ -24,7 +25,7 @@ export function createMetrics(options: MetricsOptions = {}) {
   const registers = [registry];
   const buckets = latencyBuckets(options.maxWait ?? 300);
   // What /readyz checks, by name (set by the app for the configuration serving).
-  let readiness: () => Record<string, boolean | string> = () => ({});
+  let readiness: () => Record<string, Check> = () => ({});
   // The open PostgreSQL pools (issue 6), each adding its counts; read at scrape time, so a pool
   // closed by a reload simply stops counting.
   const storePools = new Set<() => StorePoolCounts>();
@@ -238,11 +239,11 @@ export function createMetrics(options: MetricsOptions = {}) {
       registers,
       collect() {
         this.reset();
-        for (const [check, ok] of Object.entries(readiness())) this.set({ check }, ok === true ? 1 : 0);
+        for (const [check, ok] of Object.entries(readiness())) this.set({ check }, checkReady(ok) ? 1 : 0);
       },
     }),
     /** Names what `gateway_ready` reports: the checks of the configuration serving. */
-    readiness(checks: () => Record<string, boolean | string>) {
+    readiness(checks: () => Record<string, Check>) {
       readiness = checks;
     },
   };
