@@ -31,6 +31,8 @@ export function createMetrics(options: MetricsOptions = {}) {
   const storePools = new Set<() => StorePoolCounts>();
   // The token registry of each configuration (issue 18): the newest one is the one serving.
   const tokenSources = new Set<() => TokenCounts>();
+  // Each open token store's `staleSince` (the newest is the one serving).
+  const tokenStores = new Set<() => number | undefined>();
   /** Requests answered since the last scrape, by label set (see `requestRecorder`). */
   const requestCounts = new Set<RequestCount>();
   /** Requests in flight: counted per request as a plain number, set on the gauge when scraped. */
@@ -187,6 +189,18 @@ export function createMetrics(options: MetricsOptions = {}) {
       },
     }),
     tokenStoreReloads,
+    tokenStores,
+    tokenStoreStale: new client.Gauge({
+      name: 'gateway_token_store_stale_seconds',
+      help: 'How long the token store has been unreachable, from its last successful read (0 when current).',
+      // Across cluster workers: the stalest.
+      aggregator: 'max',
+      registers,
+      collect() {
+        const since = [...tokenStores].at(-1)?.();
+        this.set(since === undefined ? 0 : Math.max(0, (Date.now() - since) / 1000));
+      },
+    }),
     tokenStoreNotifyLag: new client.Histogram({
       name: 'gateway_token_store_notify_lag_seconds',
       help: 'From a change of a token row in the database to this process holding it (notified changes).',
