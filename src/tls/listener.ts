@@ -1,7 +1,9 @@
 /**
  * A listener's TLS (`server.tls`, `admin.tls`): the options its HTTPS server starts with, and the
  * certificate kept current afterwards with `setSecureContext` (open connections keep theirs), the
- * client-certificate switches, the shared session ticket keys and the expiry gauge.
+ * client-certificate switches, the shared session ticket keys and the expiry gauge. Sessions resume
+ * by ticket only: no `resumeSession` listener is installed, so Node keeps no session cache and a TLS
+ * 1.2 client offering a session id gets a full handshake.
  */
 import type { Server as TlsServer, TlsOptions } from 'node:tls';
 import type { AdminTlsConfig, ServerTlsConfig } from './config.js';
@@ -21,6 +23,9 @@ export interface ListenerTls {
   close(): void;
 }
 
+/** How long a session of the admin listener resumes, in seconds (it asks for no certificate). */
+const ADMIN_SESSION_TIMEOUT = 300;
+
 /**
  * Loads the listener's certificate (a TLS file that does not load stops the start: `TlsLoadError`
  * names the key) and watches it. `listener` labels the expiry gauge (`api`, `admin`).
@@ -37,7 +42,10 @@ export function openListenerTls(
   const clientAuth = () => ('client_auth' in config ? config.client_auth : 'none');
   const options = (material: ListenerMaterial): TlsOptions => ({
     ...material.options,
-    ticketKeys: tickets.keys(material.caDigest),
+    ticketKeys: tickets.keys(material.trustDigest),
+    // Bounds the lifetime a ticket advertises and how old a session may be to resume.
+    sessionTimeout:
+      'session_timeout' in config ? Math.floor(config.session_timeout / 1000) : ADMIN_SESSION_TIMEOUT,
     requestCert: clientAuth() !== 'none',
     rejectUnauthorized: clientAuth() === 'require',
   });
@@ -69,7 +77,7 @@ export function openListenerTls(
   );
   report(watched.current());
   const stopRotating = tickets.onRotate(() =>
-    server?.setTicketKeys(tickets.keys(watched.current().caDigest)),
+    server?.setTicketKeys(tickets.keys(watched.current().trustDigest)),
   );
   return {
     serverOptions: () => options(watched.current()),
