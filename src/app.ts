@@ -34,6 +34,7 @@ import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
 import { createPipeline, type Stage } from './pipeline.js';
 import { createRateLimits, RateLimitCounts } from './ratelimit/index.js';
 import { listenerServer, openListenersTls } from './tls/listeners.js';
+import type { ClientTrust } from './tls/trust.js';
 import { openTokens, type Tokens } from './tokens/index.js';
 
 export interface App {
@@ -99,6 +100,8 @@ interface Instance {
   readonly rateLimitCounts: RateLimitCounts;
   /** Spans of requests and backend calls (`tracing`, which takes a restart); absent when off. */
   readonly tracing?: Tracing;
+  /** Which connections were verified against the client trust in force (with `server.tls`). */
+  readonly clientTrust?: ClientTrust;
 }
 
 async function buildRuntime(config: Config, instance: Instance, previous?: Runtime): Promise<Runtime> {
@@ -118,6 +121,7 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
     metrics,
     tmpDir,
     ...(tracing && { tracing }),
+    ...(instance.clientTrust && { clientTrust: instance.clientTrust }),
   });
   const passthrough =
     config.passthrough &&
@@ -177,16 +181,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const metrics = createMetrics({ maxWait: config.prefer.max_wait });
   // Loaded (the OpenTelemetry SDK imported) only when configured.
   const tracing = await loadTracing(config.tracing, logger);
-  const instance: Instance = {
-    logger,
-    metrics,
-    fileLocks: new FileLocks(),
-    keySources: new KeySources(),
-    clock: new DeadlineClock(),
-    rateLimitCounts: new RateLimitCounts(),
-    ...(tracing && { tracing }),
-  };
-  const { keySources } = instance;
   warn(logger, config);
   // Before anything else opens: a certificate that does not load stops the start, naming its key.
   const tls = openListenersTls(config, {
@@ -195,6 +189,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     admin: options.worker === undefined,
     secret: options.ticketSecret,
   });
+  const instance: Instance = {
+    logger,
+    metrics,
+    fileLocks: new FileLocks(),
+    keySources: new KeySources(),
+    clock: new DeadlineClock(),
+    rateLimitCounts: new RateLimitCounts(),
+    ...(tracing && { tracing }),
+    ...(tls.api && { clientTrust: tls.api.trust }),
+  };
+  const { keySources } = instance;
   let runtime: Runtime;
   try {
     runtime = await buildRuntime(config, instance);
@@ -235,6 +240,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   // so a refused upload is never sent.
   // Over TLS the HTTP connection is the TLS socket (the one a client's FIN shows on).
   server.on(tls.api ? 'secureConnection' : 'connection', handler.connection);
+  // A connection whose client certificate was verified against trust no longer in force (a new
+  // client_ca or client_crl) closes after its in-flight request: the client shakes hands again.
+  tls.api?.trust.onStale((socket) => handler.retire(socket));
   server.on('checkContinue', handler);
   // Any other `Expect` goes through the pipeline too, which answers 417 after routing.
   server.on('checkExpectation', handler);

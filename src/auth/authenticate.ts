@@ -22,6 +22,7 @@ import type { Identity } from './identity.js';
 import { createJwtVerifier, type KeySourceInfo, type TokenWait } from './jwt.js';
 import type { KeySources } from './key-sources.js';
 import { RequestKeys } from '../signing/request-keys.js';
+import type { ClientTrust } from '../tls/trust.js';
 import { type RequestDate, RequestDateReader } from '../signing/request-date.js';
 import { canonicalTokenId } from '../signing/token-id.js';
 import { createTokenRegistry, type TokenRegistry, type UsableToken } from './tokens.js';
@@ -43,6 +44,8 @@ export interface AuthenticateDeps {
   keySources?: KeySources;
   /** Where JWKS fetches are traced (contract §10); absent when tracing is off. */
   tracing?: Tracing;
+  /** Which connections were verified against the client trust in force (with `server.tls`). */
+  clientTrust?: ClientTrust;
 }
 
 type Scheme = 'signature' | 'bearer' | 'client_certificate' | 'none';
@@ -78,7 +81,7 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const certificates =
     (server.tls?.client_auth ?? 'none') === 'none'
       ? undefined
-      : createCertificateScheme(deps.auth.client_certificates);
+      : createCertificateScheme(deps.auth.client_certificates, { now, trust: deps.clientTrust });
   const jwt = createJwtVerifier(deps.auth.jwt, {
     now,
     metrics,

@@ -57,6 +57,11 @@ export interface RequestHandler {
    * half-closed one ignores them (1xx answers are informational) and still gets its answer.
    */
   connection(socket: Socket): void;
+  /**
+   * Closes `socket` as soon as its in-flight request has been answered (at once when it has none):
+   * that answer says `Connection: close` when its head is not sent yet.
+   */
+  retire(socket: Socket): void;
   /** Resolves once every request taken so far has finished its work and cleaned up (temporary files). */
   settled(): Promise<void>;
 }
@@ -192,6 +197,16 @@ export function createHandler(parts: HandlerParts): RequestHandler {
         probe(socket);
         setTimeout(() => probe(socket), PROBE_GAP).unref();
       });
+    },
+    retire(socket: Socket) {
+      const res = (socket as TrackedSocket)[LATEST];
+      if (res === undefined || res.writableFinished) {
+        socket.destroySoon();
+        return;
+      }
+      if (!res.headersSent) res.shouldKeepAlive = false;
+      // Also when a relayed answer asked to keep the connection alive.
+      res.once('finish', () => socket.destroySoon());
     },
     settled() {
       if (working === 0) return Promise.resolve();
