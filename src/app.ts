@@ -16,6 +16,7 @@ import { KeySources } from './auth/key-sources.js';
 import { valueAt } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { configWarnings } from './config/warnings.js';
+import { Holds } from './holds.js';
 import { createClientAddressing, type ClientAddressing } from './http/client-address.js';
 import { DeadlineClock } from './http/deadline.js';
 import { answerFramingErrors } from './http/framing.js';
@@ -46,7 +47,10 @@ export interface App {
   listen(): Promise<{ port: number; adminPort: number }>;
   /** Whether this process takes traffic: configuration loaded, backends usable, not draining. */
   ready(): boolean;
-  /** Swaps in a new configuration (all but the listen addresses); the old backends are closed. */
+  /**
+   * Swaps in a new configuration (all but the listen addresses) once it is ready. The old one's
+   * backends close once the last request that started on them has ended (or `shutdown_grace` passed).
+   */
   reload(config: Config): Promise<void>;
   /**
    * Drains: readiness goes false, no new connections, in-flight requests finish within
@@ -81,6 +85,10 @@ interface Runtime {
   keySources(): KeySourceInfo[];
   /** Stops what this configuration runs (backends, key refreshes). */
   close(): Promise<void>;
+  /** The requests running on this configuration (see `take` of the handler). */
+  readonly holds: Holds;
+  /** A request that took this configuration has ended. */
+  release(): void;
   readonly stages: ReadonlyArray<readonly [string, Stage]>;
   /** How each request's client address is found (`server.trusted_proxies`). */
   readonly addressing: ClientAddressing;
@@ -154,8 +162,11 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
     ...stores(),
     ...limits?.checks(),
   });
+  const holds = new Holds();
   return {
     config,
+    holds,
+    release: () => holds.release(),
     stages,
     addressing: createClientAddressing(config.server),
     tokens,
@@ -207,12 +218,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   let draining = false;
   let faulted = false;
   let closing: Promise<void> = Promise.resolve();
+  /** Configurations a reload replaced, each closing once its last request has ended. */
+  const retiring = new Map<Runtime, Promise<void>>();
 
   const handler = createHandler({
     logger,
     metrics,
     ...(tracing && { tracing }),
-    current: () => runtime,
+    take() {
+      runtime.holds.take();
+      return runtime;
+    },
     draining: () => draining,
     faulted: () => faulted,
   });
@@ -295,14 +311,24 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await readyWithin(built, RELOAD_READY_WAIT);
     const before = new Set(old.keySources().map((s) => s.id));
     const missing = built.keySources().filter((s) => s.required && !s.loaded && !before.has(s.id));
-    if (missing.length > 0) {
+    // A configuration that cannot serve yet (a pool whose first connection failed) does not take
+    // over from one that can: the reload fails and the old one stays, so no request is refused.
+    const unready = old.ready() && !built.ready();
+    if (missing.length > 0 || unready || draining) {
       await built.close();
       keySources.retain(before);
       dropKeyGauges(metrics, built, old);
-      const names = missing.map((s) => `${s.at} (${s.name})`).join(', ');
-      throw new Error(`${names}: no keys loaded within ${RELOAD_READY_WAIT / 1000} s`);
+      if (draining) throw new Error('the gateway is stopping');
+      if (missing.length > 0) {
+        const names = missing.map((s) => `${s.at} (${s.name})`).join(', ');
+        throw new Error(`${names}: no keys loaded within ${RELOAD_READY_WAIT / 1000} s`);
+      }
+      const checks = Object.entries(built.checks()).filter(([, ok]) => ok === false);
+      const names = checks.map(([name]) => name).join(', ') || 'the new configuration';
+      throw new Error(`${names}: not ready within ${RELOAD_READY_WAIT / 1000} s`);
     }
     runtime = built;
+    retire(old, next.server.shutdown_grace);
     keySources.retain(built.keySources().map((s) => s.id));
     dropKeyGauges(metrics, old, built);
     warn(logger, next);
@@ -325,7 +351,24 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     }
     await tls.reload(next);
     logger.info('configuration reloaded');
-    await old.close();
+  }
+
+  /** Closes `old` once the last request that started on it has ended, or after `grace` ms. */
+  function retire(old: Runtime, grace: number): void {
+    const closed = old.holds
+      .released(grace)
+      .then(() => {
+        const requests = old.holds.count;
+        if (requests > 0 && !draining)
+          logger.warn(
+            { requests },
+            'replaced configuration closed with requests still on it: server.shutdown_grace passed',
+          );
+        return old.close();
+      })
+      .catch((err: unknown) => logger.error({ err }, 'closing the replaced configuration failed'))
+      .finally(() => retiring.delete(old));
+    retiring.set(old, closed);
   }
 
   async function drain(): Promise<void> {
@@ -345,7 +388,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       admin.closeAllConnections();
     }
     tls.close();
-    await runtime.close();
+    // Whatever still holds a replaced configuration has had its time: close them all now.
+    for (const old of retiring.keys()) old.holds.cut();
+    await Promise.all([runtime.close(), ...retiring.values()]);
     // The spans of the last requests go out before the process exits.
     await tracing?.shutdown();
     logger.info('stopped');
