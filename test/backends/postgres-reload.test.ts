@@ -1,8 +1,9 @@
 /**
  * A reload and the requests in flight on the PostgreSQL backends (contract §2, "Reload"): a request
  * that started before the reload ends on the pool it started with, which closes only after it or
- * once `server.shutdown_grace` has passed; a new configuration that cannot reach its database does
- * not take over from one that can. Under load, with terminated sessions: lifecycle-reload.test.ts.
+ * once `server.shutdown_grace` has passed, and a stop lets it end too (refusing further reloads); a
+ * new configuration that cannot reach its database does not take over from one that can. Under load,
+ * with terminated sessions: lifecycle-reload.test.ts.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -87,6 +88,25 @@ if (await requirePostgres(t)) {
     t.same(errorOf(res), { status: 503, context: 'store', message: 'store unavailable' });
     t.equal((await call(gw, { method: 'GET', target: MEMBER })).status, 200, 'the new pool serves');
   });
+
+  t.test(
+    'a stop while a request holds a replaced configuration lets it end, and refuses reloads',
+    async (t) => {
+      const { gw } = await gatewayOn(t, database);
+      const held = await heldPatch(gw, 'Renamed while stopping');
+      await gw.app.reload(loadConfigFile(gw.configFile));
+      const stopped = gw.app.close();
+      await t.rejects(gw.app.reload(loadConfigFile(gw.configFile)), { message: 'the gateway is stopping' });
+      const res = await held.rest();
+      t.equal(res.status, 200, 'the request on the replaced configuration is answered');
+      t.equal(res.json().data.name, 'Renamed while stopping');
+      await stopped;
+      t.ok(
+        gw.logs.some((l) => l.msg === 'stopped'),
+        'stopped, both configurations closed',
+      );
+    },
+  );
 
   t.test(
     'a configuration whose database is unreachable does not take over from one that serves',
