@@ -20,7 +20,7 @@ import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { loadTracing } from './observability/tracing/load.js';
 import { RateLimitCounts } from './ratelimit/index.js';
-import { buildRuntime, dropKeyGauges, type Instance, type Runtime } from './runtime.js';
+import { buildRuntime, dropKeyGauges, type Instance, lacking, type Runtime } from './runtime.js';
 import { listenerServer, openListenersTls } from './tls/listeners.js';
 
 export interface App {
@@ -201,8 +201,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         const names = missing.map((s) => `${s.at} (${s.name})`).join(', ');
         throw new Error(`${names}: no keys loaded within ${RELOAD_READY_WAIT / 1000} s`);
       }
-      const checks = Object.entries(built.checks()).filter(([, ok]) => ok === false);
-      const names = checks.map(([name]) => name).join(', ') || 'the new configuration';
+      const names = lacking(built, old).join(', ') || 'the new configuration';
       throw new Error(`${names}: not ready within ${RELOAD_READY_WAIT / 1000} s`);
     }
     runtime = built;

@@ -140,3 +140,11 @@ export function dropKeyGauges(metrics: Metrics, gone: Runtime, kept: Runtime): v
   const names = new Set(kept.keySources().map((s) => s.name));
   for (const s of gone.keySources()) if (!names.has(s.name)) metrics.jwksKeys.remove({ provider: s.name });
 }
+
+/** The readiness checks `next` fails that `old` passes (or does not have): why it may not take over. */
+export function lacking(next: Runtime, old: Runtime): string[] {
+  const had = old.checks();
+  return Object.entries(next.checks())
+    .filter(([name, check]) => !checkReady(check) && (had[name] === undefined || checkReady(had[name])))
+    .map(([name]) => name);
+}
