@@ -1,41 +1,27 @@
 /**
- * createApp(config): wires the logger, metrics, backends and pipeline into an API server and an admin
- * server. No `listen()` happens here until asked, so tests run the real app in process on port 0.
+ * createApp(config): wires the logger, metrics and the configuration's runtime (backends, pipeline:
+ * runtime.ts) into an API server and an admin server, and swaps runtimes on reload. No `listen()`
+ * happens here until asked, so tests run the real app in process on port 0.
  */
-import { constants } from 'node:fs';
-import { access } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import type { DestinationStream } from 'pino';
-import { createAuthenticate } from './auth/authenticate.js';
 import { FileLocks } from './backends/file-locks.js';
-import { createBackends } from './backends/index.js';
-import type { KeySourceInfo } from './auth/jwt.js';
 import { KeySources } from './auth/key-sources.js';
 import { valueAt } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { configWarnings } from './config/warnings.js';
-import { createClientAddressing, type ClientAddressing } from './http/client-address.js';
 import { DeadlineClock } from './http/deadline.js';
 import { answerFramingErrors } from './http/framing.js';
 import { createHandler } from './http/handler.js';
 import { listenOn } from './http/listen.js';
 import { createAdminHandler } from './observability/admin.js';
-import { type Check, checkReady } from './observability/checks.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { loadTracing } from './observability/tracing/load.js';
-import type { Tracing } from './observability/tracing/tracing.js';
-import { createAssetGroupTagMember } from './operations/asset-group-tag-member.js';
-import { createCollectorChecksum } from './operations/collector-checksum.js';
-import { createPassthroughOperation } from './operations/passthrough.js';
-import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
-import { createPipeline, type Stage } from './pipeline.js';
-import { createRateLimits, RateLimitCounts } from './ratelimit/index.js';
+import { RateLimitCounts } from './ratelimit/index.js';
+import { buildRuntime, dropKeyGauges, type Instance, lacking, type Runtime } from './runtime.js';
 import { listenerServer, openListenersTls } from './tls/listeners.js';
-import type { ClientTrust } from './tls/trust.js';
-import { openTokens, type Tokens } from './tokens/index.js';
 
 export interface App {
   readonly logger: Logger;
@@ -47,7 +33,10 @@ export interface App {
   listen(): Promise<{ port: number; adminPort: number }>;
   /** Whether this process takes traffic: configuration loaded, backends usable, not draining. */
   ready(): boolean;
-  /** Swaps in a new configuration (all but the listen addresses); the old backends are closed. */
+  /**
+   * Swaps in a new configuration (all but the listen addresses) once it is ready. The old one's
+   * backends close once the last request that started on them has ended (or `shutdown_grace` passed).
+   */
   reload(config: Config): Promise<void>;
   /**
    * Drains: readiness goes false, no new connections, in-flight requests finish within
@@ -68,110 +57,6 @@ export interface AppOptions {
   worker?: number;
   /** In a cluster worker: the TLS session ticket secret the primary hands to every worker. */
   ticketSecret?: Buffer;
-}
-
-/** What one configuration builds; replaced whole on reload. */
-interface Runtime {
-  readonly config: Config;
-  readonly tokens: Tokens;
-  /** Backends reachable and key sources loaded. */
-  ready(): boolean;
-  /** Each readiness check by name (`keys`, each identity provider, each backend), for /readyz. */
-  checks(): Record<string, Check>;
-  /** The identity providers' key sources. */
-  keySources(): KeySourceInfo[];
-  /** Stops what this configuration runs (backends, key refreshes). */
-  close(): Promise<void>;
-  readonly stages: ReadonlyArray<readonly [string, Stage]>;
-  /** How each request's client address is found (`server.trusted_proxies`). */
-  readonly addressing: ClientAddressing;
-}
-
-/** What outlives a configuration: the app instance's logger, metrics and per-file write turns. */
-interface Instance {
-  readonly logger: Logger;
-  readonly metrics: Metrics;
-  readonly fileLocks: FileLocks;
-  /** Identity providers' last good keys, kept across reloads (a reload with the source unchanged). */
-  readonly keySources: KeySources;
-  /** The timer wheel of the requests' deadlines. */
-  readonly clock: DeadlineClock;
-  /** The memory rate-limit store's counts, kept across reloads. */
-  readonly rateLimitCounts: RateLimitCounts;
-  /** Spans of requests and backend calls (`tracing`, which takes a restart); absent when off. */
-  readonly tracing?: Tracing;
-  /** Which connections were verified against the client trust in force (with `server.tls`). */
-  readonly clientTrust?: ClientTrust;
-}
-
-async function buildRuntime(config: Config, instance: Instance, previous?: Runtime): Promise<Runtime> {
-  const { logger, metrics, keySources, tracing } = instance;
-  const tmpDir = config.server.tmp_dir ?? tmpdir();
-  await access(tmpDir, constants.W_OK).catch((err: Error) => {
-    throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
-  });
-  const backends = await createBackends(config, instance);
-  const tokens = openTokens(config.auth.signature, { logger, metrics }, previous?.tokens);
-  const authenticate = createAuthenticate({
-    tokens: tokens.registry,
-    logger,
-    keySources,
-    auth: config.auth,
-    server: config.server,
-    metrics,
-    tmpDir,
-    ...(tracing && { tracing }),
-    ...(instance.clientTrust && { clientTrust: instance.clientTrust }),
-  });
-  const passthrough =
-    config.passthrough &&
-    createPassthroughOperation(config.passthrough, { metrics, logger, ...(tracing && { tracing }) });
-  const limits =
-    config.rate_limits &&
-    (await createRateLimits(config.rate_limits, { logger, metrics, counts: instance.rateLimitCounts }));
-  const stages = createPipeline({
-    ...(limits && { rateLimits: limits.stages }),
-    prefer: config.prefer,
-    clock: instance.clock,
-    ...(tracing && { tracing }),
-    authenticate,
-    operations: {
-      GetCollectorChecksum: createCollectorChecksum({ backend: backends.collectors }),
-      UpdateSSOProvider: createSsoProviderUpdate({
-        backend: backends.ssoProviders,
-        forms: config.forms,
-        logger,
-      }),
-      GetAssetGroupTagMember: createAssetGroupTagMember({ backend: backends.assetGroupTags }),
-      ...(passthrough && { passthrough }),
-    },
-  });
-  /** What must be ready besides the key sources (whose own rule says which provider is required). */
-  const stores = (): Record<string, Check> => ({
-    ...backends.checks(),
-    ...tokens.checks(),
-    ...(passthrough && { passthrough: passthrough.ready?.() ?? true }),
-  });
-  const checks = () => ({
-    keys: authenticate.ready(),
-    ...authenticate.checks(),
-    ...stores(),
-    ...limits?.checks(),
-  });
-  return {
-    config,
-    stages,
-    addressing: createClientAddressing(config.server),
-    tokens,
-    ready: () =>
-      authenticate.ready() && Object.values(stores()).every(checkReady) && (limits?.ready() ?? true),
-    checks,
-    keySources: () => authenticate.sources(),
-    async close() {
-      authenticate.close();
-      await Promise.allSettled([backends.close(), tokens.close(), passthrough?.close?.(), limits?.close()]);
-    },
-  };
 }
 
 /** Builds the gateway for `config`. Throws when a backend cannot start (e.g. a malformed data file). */
@@ -212,12 +97,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   let draining = false;
   let faulted = false;
   let closing: Promise<void> = Promise.resolve();
+  /** Configurations a reload replaced, each closing once its last request has ended. */
+  const retiring = new Map<Runtime, Promise<void>>();
 
   const handler = createHandler({
     logger,
     metrics,
     ...(tracing && { tracing }),
-    current: () => runtime,
+    take() {
+      runtime.holds.take();
+      return runtime;
+    },
     draining: () => draining,
     faulted: () => faulted,
   });
@@ -303,14 +193,23 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await readyWithin(built, RELOAD_READY_WAIT);
     const before = new Set(old.keySources().map((s) => s.id));
     const missing = built.keySources().filter((s) => s.required && !s.loaded && !before.has(s.id));
-    if (missing.length > 0) {
+    // A configuration that cannot serve yet (a pool whose first connection failed) does not take
+    // over from one that can: the reload fails and the old one stays, so no request is refused.
+    const unready = old.ready() && !built.ready();
+    if (missing.length > 0 || unready || draining) {
       await built.close();
       keySources.retain(before);
       dropKeyGauges(metrics, built, old);
-      const names = missing.map((s) => `${s.at} (${s.name})`).join(', ');
-      throw new Error(`${names}: no keys loaded within ${RELOAD_READY_WAIT / 1000} s`);
+      if (draining) throw new Error('the gateway is stopping');
+      if (missing.length > 0) {
+        const names = missing.map((s) => `${s.at} (${s.name})`).join(', ');
+        throw new Error(`${names}: no keys loaded within ${RELOAD_READY_WAIT / 1000} s`);
+      }
+      const names = lacking(built, old).join(', ') || 'the new configuration';
+      throw new Error(`${names}: not ready within ${RELOAD_READY_WAIT / 1000} s`);
     }
     runtime = built;
+    retire(old, next.server.shutdown_grace);
     keySources.retain(built.keySources().map((s) => s.id));
     dropKeyGauges(metrics, old, built);
     warn(logger, next);
@@ -333,7 +232,24 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     }
     await tls.reload(next);
     logger.info('configuration reloaded');
-    await old.close();
+  }
+
+  /** Closes `old` once the last request that started on it has ended, or after `grace` ms. */
+  function retire(old: Runtime, grace: number): void {
+    const closed = old.holds
+      .released(grace)
+      .then(() => {
+        const requests = old.holds.count;
+        if (requests > 0 && !draining)
+          logger.warn(
+            { requests },
+            'replaced configuration closed with requests still on it: server.shutdown_grace passed',
+          );
+        return old.close();
+      })
+      .catch((err: unknown) => logger.error({ err }, 'closing the replaced configuration failed'))
+      .finally(() => retiring.delete(old));
+    retiring.set(old, closed);
   }
 
   async function drain(): Promise<void> {
@@ -353,17 +269,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       admin.closeAllConnections();
     }
     tls.close();
-    await runtime.close();
+    // Whatever still holds a replaced configuration has had its time: close them all now.
+    for (const old of retiring.keys()) old.holds.cut();
+    await Promise.all([runtime.close(), ...retiring.values()]);
     // The spans of the last requests go out before the process exits.
     await tracing?.shutdown();
     logger.info('stopped');
   }
-}
-
-/** Removes the `gateway_jwks_keys` series of the providers of `gone` that `kept` does not have. */
-function dropKeyGauges(metrics: Metrics, gone: Runtime, kept: Runtime): void {
-  const names = new Set(kept.keySources().map((s) => s.name));
-  for (const s of gone.keySources()) if (!names.has(s.name)) metrics.jwksKeys.remove({ provider: s.name });
 }
 
 /** Logs what `check-config` warns about (each `key.path: reason`). */
@@ -371,7 +283,7 @@ function warn(logger: Logger, config: Config): void {
   for (const warning of configWarnings(config)) logger.warn({ warning }, 'configuration warning');
 }
 
-/** How long a reload waits for the new configuration to be ready before it takes over anyway. */
+/** How long a reload waits for the new configuration to be ready (see `swap`). */
 const RELOAD_READY_WAIT = 5_000;
 
 async function readyWithin(runtime: Runtime, ms: number): Promise<void> {

@@ -32,10 +32,15 @@ export interface HandlerParts {
   readonly metrics: Metrics;
   /** With tracing on: a server span per request, named in its log line as `trace_id`. */
   readonly tracing?: Tracing;
-  /** The configuration in force (swapped on reload): its stages and how a client address is found. */
-  current(): {
+  /**
+   * Takes the configuration in force (swapped on reload) for one request: its stages and how a
+   * client address is found. The request runs to its end on it and then calls its `release()`, so
+   * that a configuration a reload replaced closes only once nothing runs on it.
+   */
+  take(): {
     readonly stages: ReadonlyArray<readonly [string, Stage]>;
     readonly addressing: ClientAddressing;
+    release(): void;
   };
   /** True once the gateway drains: answers then close their connection. */
   draining(): boolean;
@@ -141,7 +146,8 @@ export function createHandler(parts: HandlerParts): RequestHandler {
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const rawTarget = req.url ?? '';
     const q = rawTarget.indexOf('?');
-    const { stages, addressing } = parts.current();
+    const served = parts.take();
+    const { stages, addressing } = served;
     const id = ids.next();
     const ctx = new Context(
       req,
@@ -159,7 +165,9 @@ export function createHandler(parts: HandlerParts): RequestHandler {
     inFlight.count++;
     let open = 2;
     const part = () => {
-      if (--open === 0) done();
+      if (--open > 0) return;
+      served.release();
+      done();
     };
     (req.socket as TrackedSocket)[LATEST] = res;
     // `close` comes once: `on`, without the wrapper `once` makes per request.
