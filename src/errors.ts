@@ -231,7 +231,51 @@ export const errors = {
     ),
   metadataMissingAttribute: (attribute: 'entityID' | 'Location') =>
     new GatewayError(400, 'form:metadata', `metadata is missing the ${attribute} attribute`),
+
+  // ---- the audit trail (contract §12) ----
+  /** The `intent` entry could not be made durable: the change is not made. */
+  auditUnavailable: (cause?: unknown) =>
+    new GatewayError(503, 'audit', 'audit trail unavailable', { reason: 'audit_unavailable', cause }),
+  /** The change was committed but its outcome entry could not be written. */
+  auditOutcomeLost: (cause?: unknown) =>
+    new GatewayError(500, 'audit', 'audit outcome not recorded', { reason: 'audit_outcome_lost', cause }),
+  // GET /api/v2/audit's query (the reference's wording); `parameter` is shown only when it is a plain name
+  auditQueryMalformed: (parameter: string, why: string) =>
+    new GatewayError(
+      400,
+      queryContext(parameter),
+      `query parameter "${queryName(parameter)}" is malformed: ${why}`,
+    ),
+  auditEmptySort: () => new GatewayError(400, 'query:sort_by', 'empty sort_by parameter supplied'),
+  auditNotSortable: () => new GatewayError(400, 'query:sort_by', 'column format does not support sorting'),
+  auditBadFilters: (parameter: string) =>
+    new GatewayError(
+      400,
+      queryContext(parameter),
+      'there are errors in the query parameter filters specified',
+    ),
+  auditNotFilterable: (parameter: string) =>
+    new GatewayError(
+      400,
+      queryContext(parameter),
+      `the specified column cannot be filtered: ${queryName(parameter)}`,
+    ),
+  auditPredicateNotSupported: (column: string, predicate: string) =>
+    new GatewayError(
+      400,
+      `query:${column}`,
+      `the specified filter predicate is not supported for this column: ${column} ${predicate}`,
+    ),
 } as const;
+
+/** A query parameter's name as a message may show it: a plain name, else a placeholder. */
+function queryName(name: string): string {
+  return /^[A-Za-z0-9_.~-]{1,64}$/.test(name) ? name : '<not shown>';
+}
+
+function queryContext(name: string): string {
+  return /^[A-Za-z0-9_.~-]{1,64}$/.test(name) ? `query:${name}` : 'query';
+}
 
 /** True when `err` is the catalogue's error type. */
 export function isGatewayError(err: unknown): err is GatewayError {

@@ -1,0 +1,138 @@
+/**
+ * The audit trail in PostgreSQL's `audit_logs`. Each append takes a transaction-scoped advisory lock
+ * on the table before it reads the head and allocates the next id, so replicas appending to one
+ * database keep one chain: the next append waits for this one's transaction to end, then reads the
+ * head it left (READ COMMITTED takes a new snapshot for each statement).
+ */
+import { type AuditEntry, type AuditHead, headOf, type NewAuditEntry, sealEntry } from './entry.js';
+import type { AuditListQuery, AuditPage } from './query.js';
+import { ENTRY_COLUMNS, type EntryRow, orderOf, whereOf } from './sql-query.js';
+import { type AuditDatabase, type AuditSql, type AuditStore, NEVER, type TrailItem } from './store.js';
+
+/**
+ * The lock's key: a fixed high half and the table's oid, so trails in different schemas of one
+ * database do not wait for each other.
+ */
+const LOCK = `SELECT pg_advisory_xact_lock((x'62776175'::int8 << 32) | 'audit_logs'::regclass::oid::int8)`;
+
+const HEAD = `SELECT id::text AS id, hash,
+  (extract(epoch FROM created_at) * 1000)::int8::text AS time
+  FROM audit_logs ORDER BY id DESC LIMIT 1`;
+
+const INSERT = `INSERT INTO audit_logs (id, created_at, actor_id, actor_name, actor_email, action, fields,
+  request_id, source_ip_address, status, commit_id, hash)
+  VALUES ($1::bigint, $2::timestamptz, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12)`;
+
+/** Rows `walk` reads at a time. */
+const BATCH = 500;
+
+/** The trail in `db`'s `audit_logs` (its schema already migrated); `now` is the gateway's clock. */
+export function createPostgresAuditStore(
+  db: AuditDatabase,
+  options: { readonly now?: () => number } = {},
+): AuditStore {
+  const now = options.now ?? Date.now;
+
+  const appendWith = async (query: AuditSql, entry: NewAuditEntry): Promise<AuditEntry> => {
+    await query(LOCK);
+    const [row] = await query<{ id: string; hash: string; time: string }>(HEAD);
+    const head = row && { id: Number(row.id), hash: row.hash, time: Number(row.time) };
+    const sealed = sealEntry(head, entry, now());
+    await query(INSERT, [
+      String(sealed.id),
+      sealed.created_at,
+      sealed.actor_id,
+      sealed.actor_name,
+      sealed.actor_email,
+      sealed.action,
+      JSON.stringify(sealed.fields),
+      sealed.request_id,
+      sealed.source_ip_address,
+      sealed.status,
+      sealed.commit_id,
+      sealed.hash,
+    ]);
+    return sealed;
+  };
+
+  return {
+    kind: 'postgres',
+    where: 'audit_logs',
+    append: (entry, signal = NEVER) => db.transaction(signal, (query) => appendWith(query, entry)),
+    appendIn: appendWith,
+
+    async list(query: AuditListQuery, signal = NEVER): Promise<AuditPage> {
+      const { where, values } = whereOf(query);
+      const [counted] = await db.query<{ count: string }>(
+        `SELECT count(*)::text AS count FROM audit_logs WHERE ${where}`,
+        values,
+        signal,
+      );
+      const n = values.length;
+      const rows = await db.query<EntryRow>(
+        `SELECT ${ENTRY_COLUMNS} FROM audit_logs WHERE ${where}
+          ORDER BY ${orderOf(query)} LIMIT $${n + 1}::bigint OFFSET $${n + 2}::bigint`,
+        [...values, String(query.limit), String(query.skip)],
+        signal,
+      );
+      return {
+        count: Number(counted?.count ?? 0),
+        limit: query.limit,
+        skip: query.skip,
+        logs: rows.map(rowToEntry),
+      };
+    },
+
+    walk: () => walkRows((text, values) => db.query<EntryRow>(text, values, NEVER)),
+
+    async head(): Promise<AuditHead | undefined> {
+      const [row] = await db.query<EntryRow>(
+        `SELECT ${ENTRY_COLUMNS} FROM audit_logs ORDER BY id DESC LIMIT 1`,
+        [],
+        NEVER,
+      );
+      return row && headOf(rowToEntry(row));
+    },
+
+    ready: () => db.ready?.() ?? true,
+    // The database belongs to whoever opened it.
+    async close() {},
+  };
+}
+
+/** Every row of `audit_logs` in id order, read in batches with `run`. */
+export async function* walkRows(
+  run: (text: string, values: unknown[]) => Promise<EntryRow[]>,
+): AsyncGenerator<TrailItem> {
+  let after = '0';
+  for (;;) {
+    const rows = await run(
+      `SELECT ${ENTRY_COLUMNS} FROM audit_logs WHERE id > $1::bigint ORDER BY id LIMIT ${BATCH}`,
+      [after],
+    );
+    for (const row of rows) yield { at: `id ${row.id}`, entry: rowToEntry(row) };
+    if (rows.length < BATCH) return;
+    after = (rows.at(-1) as EntryRow).id;
+  }
+}
+
+/**
+ * A row as the entry it stores. `created_at` is read with microseconds: a time the gateway wrote
+ * ends in `000` and reads back as it was hashed; any other was changed in the database.
+ */
+export function rowToEntry(row: EntryRow): AuditEntry {
+  return {
+    id: Number(row.id),
+    created_at: row.created_at.replace(/(\.\d{3})000Z$/, '$1Z'),
+    actor_id: row.actor_id,
+    actor_name: row.actor_name,
+    actor_email: row.actor_email,
+    action: row.action as AuditEntry['action'],
+    fields: row.fields,
+    request_id: row.request_id,
+    source_ip_address: row.source_ip_address,
+    status: row.status as AuditEntry['status'],
+    commit_id: row.commit_id,
+    hash: row.hash,
+  };
+}
