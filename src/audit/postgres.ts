@@ -15,8 +15,7 @@ import { type AuditDatabase, type AuditSql, type AuditStore, NEVER, type TrailIt
  */
 const LOCK = `SELECT pg_advisory_xact_lock((x'62776175'::int8 << 32) | 'audit_logs'::regclass::oid::int8)`;
 
-const HEAD = `SELECT id::text AS id, hash,
-  (extract(epoch FROM created_at) * 1000)::int8::text AS time
+const HEAD = `SELECT id, hash, (extract(epoch FROM created_at) * 1000)::int8 AS time
   FROM audit_logs ORDER BY id DESC LIMIT 1`;
 
 const INSERT = `INSERT INTO audit_logs (id, created_at, actor_id, actor_name, actor_email, action, fields,
@@ -123,7 +122,7 @@ export async function* walkRows(
 export function rowToEntry(row: EntryRow): AuditEntry {
   return {
     id: Number(row.id),
-    created_at: row.created_at.replace(/(\.\d{3})000Z$/, '$1Z'),
+    created_at: row.created_time.replace(/(\.\d{3})000Z$/, '$1Z'),
     actor_id: row.actor_id,
     actor_name: row.actor_name,
     actor_email: row.actor_email,

@@ -5,9 +5,12 @@
 import type { AuditFilter, AuditListQuery, SortColumn } from './query.js';
 import { formatMicros } from './time.js';
 
-/** The columns of an entry, in the shape `rowToEntry` reads. */
-export const ENTRY_COLUMNS = `id::text AS id,
-  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at,
+/**
+ * The columns of an entry, in the shape `rowToEntry` reads (node-postgres reads a bigint as text).
+ * No output name shadows a column: ORDER BY would sort by the output instead.
+ */
+export const ENTRY_COLUMNS = `id,
+  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_time,
   actor_id, actor_name, actor_email, action, fields, request_id, source_ip_address, status, commit_id, hash`;
 
 const OPERATORS = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
@@ -57,7 +60,7 @@ export function orderOf(query: AuditListQuery): string {
 /** A row selected with `ENTRY_COLUMNS`. */
 export interface EntryRow {
   id: string;
-  created_at: string;
+  created_time: string;
   actor_id: string;
   actor_name: string;
   actor_email: string;
