@@ -41,19 +41,21 @@ export async function* readLines(file: string, end?: number): AsyncGenerator<Lin
 export async function* readFileTrail(file: string, end?: number): AsyncGenerator<TrailItem> {
   for await (const line of readLines(file, end)) {
     const at = `line ${line.number}`;
+    let item: TrailItem;
     if (!line.complete) {
-      yield {
+      item = {
         at,
         problem: 'the last line is incomplete (being written, or cut by a crash)',
         incomplete: true,
       };
     } else {
       try {
-        yield { at, entry: JSON.parse(line.text) as unknown };
+        item = { at, entry: JSON.parse(line.text) as unknown };
       } catch {
-        yield { at, problem: 'not a JSON entry' };
+        item = { at, problem: 'not a JSON entry' };
       }
     }
+    yield item;
   }
 }
 

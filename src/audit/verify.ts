@@ -64,7 +64,6 @@ export async function verifyTrail(
       incompleteTail = item.at;
       continue;
     }
-    if (incompleteTail !== undefined) return report({ at: incompleteTail, reason: 'an incomplete line' });
     const problem = item.problem ?? checkEntry(item.entry, previous);
     if (problem !== undefined) return report({ at: item.at, reason: problem });
     const entry = item.entry as AuditEntry;

@@ -1,3 +1,4 @@
+/* global process, AbortController */
 // One of several processes appending to one PostgreSQL trail (the compiled store): opens the
 // database, says `ready`, waits for `go` on stdin, then makes `count` appends at once, every other
 // one inside a transaction that also records a change (as the providers' update does), and prints

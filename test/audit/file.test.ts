@@ -89,6 +89,19 @@ t.test(
   },
 );
 
+t.test(
+  'a torn line after a line that is no entry either: refused, never continued from a wrong hash',
+  async (t) => {
+    const file = path.join(t.testdir(), 'trail.jsonl');
+    await writeTrail(file, 2);
+    appendFileSync(file, 'edited by hand\n{"id":4,');
+    await t.rejects(openFileAuditStore(file, { logger: silent }), {
+      message: /the entry before the torn line cannot be read either/,
+    });
+    t.notOk(existsSync(`${file}.lock`), 'the lock is not kept by a refused open');
+  },
+);
+
 t.test('a trail holding only a torn line starts again at id 1', async (t) => {
   const file = path.join(t.testdir(), 'trail.jsonl');
   writeFileSync(file, '{"id":1,');

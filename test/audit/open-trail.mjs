@@ -1,3 +1,4 @@
+/* global process */
 // A second process on a file trail (the compiled store): opens `file`, appends one entry, closes,
 // and prints `appended <id>`; or, refused, prints the reason on stderr and exits 1.
 import { openFileAuditStore } from '../../dist/audit/file.js';

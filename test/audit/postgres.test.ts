@@ -79,6 +79,36 @@ if (await requirePostgres(t)) {
     t.ok((await verifyTrail(store.walk())).ok);
   });
 
+  t.test('a success that cannot be written in the transaction fails it, counted', async (t) => {
+    const url = await createDatabase(t);
+    const pool = await openAuditPool({ url });
+    t.teardown(() => pool.close());
+    const registry = new Registry();
+    const trail = createAuditTrail(createPostgresAuditStore(pool), {
+      logger: silent,
+      metrics: createAuditMetrics(registry),
+      sharesTransactions: true,
+    });
+    const update = trail.update(START);
+    await update.intent();
+    await t.rejects(
+      pool.transaction(new AbortController().signal, async (query) => {
+        // A statement of the change failed: the transaction takes no more statements.
+        await query('SELECT 1 / 0').catch(() => undefined);
+        await update.inTransaction?.(query, OUTCOME);
+      }),
+      { code: '25P02' },
+    );
+    await update.failed('an internal error occurred');
+    t.match(await registry.metrics(), /gateway_audit_write_failures_total 1/);
+    await trail.close();
+    const rows = await sql<{ status: string }>(url, 'SELECT status FROM audit_logs ORDER BY id');
+    t.same(
+      rows.map((r) => r.status),
+      ['intent', 'failure'],
+    );
+  });
+
   t.test('the database away: the intent fails closed (503), a lost outcome is a 500', async (t) => {
     const url = await createDatabase(t);
     const proxy = await startProxy(t, url);

@@ -3,11 +3,13 @@
  * deleted from the middle, a reordered pair, a cut tail (caught against the head noted earlier).
  * Each names the first entry where the chain breaks; an untouched trail holds.
  */
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import t from 'tap';
 import type { AuditEntry } from '../../src/audit/entry.js';
+import { readFileTrail } from '../../src/audit/file-read.js';
 import type { AuditStore } from '../../src/audit/store.js';
 import { parseExpectedHead, verifyTrail } from '../../src/audit/verify.js';
-import { newEntry, type StoreUnderTest, storesUnderTest } from './helpers.js';
+import { fileUnderTest, newEntry, type StoreUnderTest, storesUnderTest } from './helpers.js';
 
 const ENTRIES = 6;
 
@@ -117,3 +119,20 @@ t.test('--expect-head is ID:HASH', async (t) => {
   t.equal(parseExpectedHead(`x:${'a'.repeat(64)}`), undefined);
   t.equal(parseExpectedHead(`1:${'a'.repeat(63)}`), undefined);
 });
+
+t.test(
+  'a file`s last line being written is noted, not a break; a line that is not JSON is one',
+  async (t) => {
+    const s = await fileUnderTest(t);
+    await fill(s.store);
+    appendFileSync(s.location, '{"id":7,"created_at":"2026-');
+    const report = await verifyTrail(readFileTrail(s.location));
+    t.match(report, { ok: true, entries: ENTRIES, incompleteTail: 'line 7' });
+    writeFileSync(
+      s.location,
+      `${readFileSync(s.location, 'utf8').split('\n').slice(0, 2).join('\n')}\nnot json\n`,
+    );
+    const broken = await verifyTrail(readFileTrail(s.location));
+    t.match(broken, { ok: false, entries: 2, broken: { at: 'line 3', reason: 'not a JSON entry' } });
+  },
+);
