@@ -78,9 +78,23 @@ export function sealEntry(head: AuditHead | undefined, entry: NewAuditEntry, now
   const unsealed: Omit<AuditEntry, 'hash'> = {
     id: (head?.id ?? 0) + 1,
     created_at: new Date(time).toISOString(),
-    ...clean(entry),
+    ...cleanEntry(entry),
   };
   return { ...unsealed, hash: entryHash(head?.hash ?? GENESIS_HASH, unsealed) };
+}
+
+/**
+ * The canonical JSON of `entry` (cleaned by `cleanEntry`) in three parts, around where its `created_at` (a time of
+ * `toISOString`'s form) and its `id` go: `parts[0] + time + parts[1] + id + parts[2]`. For a store
+ * that allocates both where the hash is computed (the database).
+ */
+export function canonicalParts(entry: NewAuditEntry): [string, string, string] {
+  // A NUL is in no cleaned string, so each placeholder's JSON occurs exactly once.
+  const text = canonicalJson({ ...entry, id: '\u0000', created_at: '\u0000' });
+  const parts = text.split('"\\u0000"');
+  if (parts.length !== 3) throw new Error('canonicalParts takes a cleaned entry (see cleanEntry)');
+  const [before, between, after] = parts as [string, string, string];
+  return [`${before}"`, `"${between}`, after];
 }
 
 /** The head that `entry` makes. */
@@ -92,7 +106,7 @@ export function headOf(entry: AuditEntry): AuditHead {
  * `entry` with every string made storable and hashable alike in every store: well-formed UTF-16
  * (a lone surrogate has no UTF-8 bytes) and no NUL (PostgreSQL text refuses it).
  */
-function clean(entry: NewAuditEntry): NewAuditEntry {
+export function cleanEntry(entry: NewAuditEntry): NewAuditEntry {
   return cleanValue(entry) as NewAuditEntry;
 }
 

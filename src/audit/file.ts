@@ -1,18 +1,16 @@
 /**
- * The audit trail as a JSON-lines file, one entry a line, with one writer (`file-lock.ts`). Each
- * append opens the file, checks that it is still the file the chain continues (same inode, the size
- * this process left), writes the line at its end and syncs it before it resolves; a write that fails
- * is cut back off. Appends within the process take turns. A process opens each trail once: a second
- * open (a reload) shares it.
+ * The audit trail as a JSON-lines file, one entry a line, with one writer (`file-lock.ts`): opened
+ * with its torn tail repaired (`file-repair.ts`), appended to durably (`file-writer.ts`), queried in
+ * memory (`memory-query.ts`). A process opens each trail once: a second open (a reload) shares it.
  */
-import { constants } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../observability/logger.js';
-import { type AuditEntry, type AuditHead, headOf, type NewAuditEntry, sealEntry } from './entry.js';
+import type { AuditEntry } from './entry.js';
 import { acquireTrailLock } from './file-lock.js';
 import { readFileTrail, readLines } from './file-read.js';
 import { repairTail } from './file-repair.js';
+import { TrailWriter } from './file-writer.js';
 import { matcher, pageOf } from './memory-query.js';
 import type { AuditListQuery, AuditPage } from './query.js';
 import type { AuditStore } from './store.js';
@@ -67,78 +65,34 @@ export async function openFileAuditStore(file: string, deps: FileStoreDeps): Pro
 }
 
 async function openTrail(file: string, deps: FileStoreDeps): Promise<AuditStore> {
-  const now = deps.now ?? Date.now;
   const dir = path.dirname(file);
   const dirStat = await stat(dir).catch((err: NodeJS.ErrnoException) => {
     throw new Error(`the directory of audit trail ${file} cannot be used (${err.code ?? err.message})`);
   });
   if (!dirStat.isDirectory()) throw new Error(`the directory of audit trail ${file} is not a directory`);
   const release = acquireTrailLock(file);
-  let state: { head: AuditHead | undefined; size: number; ino: number };
+  let writer: TrailWriter;
   try {
-    state = await repairTail(file, deps.logger);
+    writer = await TrailWriter.open(file, await repairTail(file, deps.logger), deps.now ?? Date.now);
   } catch (err) {
     release();
     throw err;
   }
-  let { head, size } = state;
-  const { ino } = state;
-  let up = true;
   let closed = false;
-  let queue: Promise<unknown> = Promise.resolve();
-
-  const write = async (entry: NewAuditEntry): Promise<AuditEntry> => {
-    if (closed) throw new Error(`audit trail ${file} is closed`);
-    let handle;
-    try {
-      handle = await open(file, constants.O_WRONLY);
-    } catch (err) {
-      throw new Error(`audit trail ${file} cannot be opened (${(err as NodeJS.ErrnoException).code})`);
-    }
-    try {
-      const found = await handle.stat();
-      if (found.ino !== ino || found.size !== size) {
-        throw new Error(`audit trail ${file} was changed by another writer (moved, replaced or cut)`);
-      }
-      const sealed = sealEntry(head, entry, now());
-      const line = Buffer.from(`${JSON.stringify(sealed)}\n`, 'utf8');
-      try {
-        await handle.write(line, 0, line.length, size);
-        await handle.datasync();
-      } catch (err) {
-        // Nothing of a failed entry may stay: the next one would follow a broken line.
-        await handle.truncate(size).catch(() => undefined);
-        throw err;
-      }
-      size += line.length;
-      head = headOf(sealed);
-      return sealed;
-    } finally {
-      await handle.close().catch(() => undefined);
-    }
-  };
 
   return {
     kind: 'file',
     where: file,
-    append(entry) {
-      const run = queue.then(() => write(entry));
-      queue = run.then(
-        () => {
-          up = true;
-        },
-        () => {
-          up = false;
-        },
-      );
-      return run;
+    async append(entry) {
+      if (closed) throw new Error(`audit trail ${file} is closed`);
+      return writer.append(entry);
     },
 
     async list(query: AuditListQuery): Promise<AuditPage> {
       const matches = matcher(query);
       const matching: AuditEntry[] = [];
       // Only what was appended when the query began: never a line being written.
-      for await (const line of readLines(file, size)) {
+      for await (const line of readLines(file, writer.size)) {
         if (!line.complete) continue;
         const entry = parseEntry(line.text);
         if (entry !== undefined && matches(entry)) matching.push(entry);
@@ -146,13 +100,13 @@ async function openTrail(file: string, deps: FileStoreDeps): Promise<AuditStore>
       return pageOf(matching, query);
     },
 
-    walk: () => readFileTrail(file, size),
-    head: async () => head,
-    ready: () => up && !closed,
+    walk: () => readFileTrail(file, writer.size),
+    head: async () => writer.head,
+    ready: () => writer.healthy && !closed,
     async close() {
-      // Appends already queued finish; later ones are refused.
-      await queue;
       closed = true;
+      // Appends already made finish first.
+      await writer.close();
       release();
     },
   };

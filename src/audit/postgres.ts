@@ -1,26 +1,25 @@
 /**
- * The audit trail in PostgreSQL's `audit_logs`. Each append takes a transaction-scoped advisory lock
- * on the table before it reads the head and allocates the next id, so replicas appending to one
- * database keep one chain: the next append waits for this one's transaction to end, then reads the
- * head it left (READ COMMITTED takes a new snapshot for each statement).
+ * The audit trail in PostgreSQL's `audit_logs`. Each append is one call of `audit_append` (see
+ * `schema.ts`), which takes a transaction-scoped advisory lock on the table before it reads the head
+ * and allocates the next id, so replicas appending to one database keep one chain: the next append
+ * waits for this one's transaction to end, then reads the head it left. The gateway sends the time
+ * and the entry's canonical JSON; the database computes the hash where the id is known.
  */
-import { type AuditEntry, type AuditHead, headOf, type NewAuditEntry, sealEntry } from './entry.js';
+import {
+  type AuditEntry,
+  type AuditHead,
+  canonicalParts,
+  cleanEntry,
+  headOf,
+  type NewAuditEntry,
+} from './entry.js';
 import type { AuditListQuery, AuditPage } from './query.js';
 import { ENTRY_COLUMNS, type EntryRow, orderOf, whereOf } from './sql-query.js';
 import { type AuditDatabase, type AuditSql, type AuditStore, NEVER, type TrailItem } from './store.js';
 
-/**
- * The lock's key: a fixed high half and the table's oid, so trails in different schemas of one
- * database do not wait for each other.
- */
-const LOCK = `SELECT pg_advisory_xact_lock((x'62776175'::int8 << 32) | 'audit_logs'::regclass::oid::int8)`;
-
-const HEAD = `SELECT id, hash, (extract(epoch FROM created_at) * 1000)::int8 AS time
-  FROM audit_logs ORDER BY id DESC LIMIT 1`;
-
-const INSERT = `INSERT INTO audit_logs (id, created_at, actor_id, actor_name, actor_email, action, fields,
-  request_id, source_ip_address, status, commit_id, hash)
-  VALUES ($1::bigint, $2::timestamptz, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12)`;
+/** One append (`audit_append` of `schema.ts`): lock, head, id, time, hash and insert. */
+const APPEND = `SELECT entry_id, entry_time, entry_hash
+  FROM audit_append($1::timestamptz, $2::text[], $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11)`;
 
 /** Rows `walk` reads at a time. */
 const BATCH = 500;
@@ -32,32 +31,32 @@ export function createPostgresAuditStore(
 ): AuditStore {
   const now = options.now ?? Date.now;
 
-  const appendWith = async (query: AuditSql, entry: NewAuditEntry): Promise<AuditEntry> => {
-    await query(LOCK);
-    const [row] = await query<{ id: string; hash: string; time: string }>(HEAD);
-    const head = row && { id: Number(row.id), hash: row.hash, time: Number(row.time) };
-    const sealed = sealEntry(head, entry, now());
-    await query(INSERT, [
-      String(sealed.id),
-      sealed.created_at,
-      sealed.actor_id,
-      sealed.actor_name,
-      sealed.actor_email,
-      sealed.action,
-      JSON.stringify(sealed.fields),
-      sealed.request_id,
-      sealed.source_ip_address,
-      sealed.status,
-      sealed.commit_id,
-      sealed.hash,
+  /** Appends `entry` with `run`: in the caller's transaction, or a statement of its own. */
+  const appendWith = async (run: AuditSql, entry: NewAuditEntry): Promise<AuditEntry> => {
+    const clean = cleanEntry(entry);
+    const [row] = await run<{ entry_id: string; entry_time: string; entry_hash: string }>(APPEND, [
+      new Date(now()).toISOString(),
+      canonicalParts(clean),
+      clean.actor_id,
+      clean.actor_name,
+      clean.actor_email,
+      clean.action,
+      JSON.stringify(clean.fields),
+      clean.request_id,
+      clean.source_ip_address,
+      clean.status,
+      clean.commit_id,
     ]);
-    return sealed;
+    const { entry_id: id, entry_time: createdAt, entry_hash: hash } = row as NonNullable<typeof row>;
+    return { id: Number(id), created_at: createdAt, ...clean, hash };
   };
 
   return {
     kind: 'postgres',
     where: 'audit_logs',
-    append: (entry, signal = NEVER) => db.transaction(signal, (query) => appendWith(query, entry)),
+    // One statement: its own transaction, committed when it answers.
+    append: (entry, signal = NEVER) =>
+      appendWith((text, values) => db.query(text, values ?? [], signal), entry),
     appendIn: appendWith,
 
     async list(query: AuditListQuery, signal = NEVER): Promise<AuditPage> {

@@ -7,10 +7,13 @@
 import { spawn } from 'node:child_process';
 import {
   appendFileSync,
+  chmodSync,
   existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
+  renameSync,
+  truncateSync,
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -181,8 +184,43 @@ t.test('a trail changed or removed behind the writer is refused; the intent fail
   await t.rejects(trail.update(start).intent(), { status: 503, message: 'audit trail unavailable' });
   t.notOk(store.ready());
   unlinkSync(file);
-  await t.rejects(store.append(newEntry()), { message: /cannot be opened \(ENOENT\)/ });
+  await t.rejects(store.append(newEntry()), { message: /is gone \(ENOENT\)/ });
   t.notOk(existsSync(file), 'never recreated: a new file would start another chain');
+});
+
+t.test('a trail made read-only, moved or cut is refused; made writable again, it goes on', async (t) => {
+  const dir = t.testdir();
+  const file = path.join(dir, 'trail.jsonl');
+  const store = await openFileAuditStore(file, { logger: silent });
+  t.teardown(() => store.close());
+  await store.append(newEntry());
+  chmodSync(file, 0o444);
+  await t.rejects(store.append(newEntry()), { message: /was made read-only/ });
+  chmodSync(file, 0o640);
+  t.equal((await store.append(newEntry())).id, 2, 'the chain goes on where it was');
+  t.ok(store.ready());
+  renameSync(file, `${file}.1`);
+  writeFileSync(file, '');
+  await t.rejects(store.append(newEntry()), { message: /was moved or replaced/ });
+  renameSync(`${file}.1`, file);
+  truncateSync(file, 10);
+  await t.rejects(store.append(newEntry()), { message: /was changed by another writer/ });
+});
+
+t.test('concurrent appends share writes and keep one chain', async (t) => {
+  const file = path.join(t.testdir(), 'trail.jsonl');
+  const store = await openFileAuditStore(file, { logger: silent });
+  const ids = await Promise.all(
+    Array.from({ length: 100 }, () => store.append(newEntry()).then((e) => e.id)),
+  );
+  t.same(
+    ids,
+    Array.from({ length: 100 }, (_, i) => i + 1),
+    'ids in the order the appends were made',
+  );
+  await store.close();
+  t.match(await verifyTrail(store.walk()), { ok: true, entries: 100 });
+  await t.rejects(store.append(newEntry()), { message: /is closed/ });
 });
 
 t.test(

@@ -15,7 +15,7 @@ import { createAuditTrail, type UpdateStart } from '../../src/audit/trail.js';
 import { verifyTrail } from '../../src/audit/verify.js';
 import { errors, GatewayError } from '../../src/errors.js';
 import { createDatabase, requirePostgres, sql, startProxy, withPort } from '../helpers/postgres.js';
-import { silent } from './helpers.js';
+import { newEntry, silent } from './helpers.js';
 
 const START: UpdateStart = {
   actor: { id: 'sub-1', name: 'Alice', email: 'alice@example.com' },
@@ -158,6 +158,25 @@ if (await requirePostgres(t)) {
     });
     t.same(await sql(url, 'SELECT id FROM audit_logs'), []);
   });
+
+  t.test(
+    'the database allocates id and time: a gateway clock behind the head takes the head`s time',
+    async (t) => {
+      const url = await createDatabase(t);
+      const pool = await openAuditPool({ url });
+      t.teardown(() => pool.close());
+      let now = Date.parse('2026-11-27T18:13:33.123Z');
+      const store = createPostgresAuditStore(pool, { now: () => now });
+      const first = await store.append(newEntry());
+      now -= 60_000;
+      const second = await store.append(newEntry());
+      t.match(first, { id: 1, created_at: '2026-11-27T18:13:33.123Z' });
+      t.match(second, { id: 2, created_at: '2026-11-27T18:13:33.123Z' }, 'never before the head');
+      now += 120_000;
+      t.equal((await store.append(newEntry())).created_at, '2026-11-27T18:14:33.123Z');
+      t.same(await store.head(), { id: 3, hash: (await verifyTrail(store.walk())).head?.hash, time: now });
+    },
+  );
 
   t.test('the schema: migrated once by concurrent starts, recorded, and checked', async (t) => {
     const url = await createDatabase(t);
