@@ -4,7 +4,7 @@
  */
 import pg from 'pg';
 import { checkAuditSchema, migrateAudit } from './schema.js';
-import type { AuditDatabase } from './store.js';
+import type { AuditDatabase, AuditSql } from './store.js';
 
 /** The pool's settings. */
 export interface AuditPoolOptions {
@@ -18,6 +18,8 @@ export interface AuditPoolOptions {
 
 /** An open pool: an `AuditDatabase` that must be closed. */
 export interface AuditPool extends AuditDatabase {
+  /** `work` in one READ COMMITTED transaction that commits when it resolves (a change beside the trail). */
+  transaction<T>(signal: AbortSignal, work: (query: AuditSql) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 

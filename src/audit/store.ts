@@ -15,13 +15,12 @@ export type AuditSql = <R extends QueryResultRow = QueryResultRow>(
 
 /** The database an audit store uses: the gateway's shared pool fits it as it is. */
 export interface AuditDatabase {
+  /** One statement in a transaction of its own (committed when it answers). */
   query<R extends QueryResultRow = QueryResultRow>(
     text: string,
     values: unknown[],
     signal: AbortSignal,
   ): Promise<R[]>;
-  /** `work` in one transaction (READ COMMITTED) that commits when it resolves. */
-  transaction<T>(signal: AbortSignal, work: (query: AuditSql) => Promise<T>): Promise<T>;
   /** False while the database is known to be away. */
   ready?(): boolean;
 }

@@ -14,7 +14,18 @@ import { AUDIT_SCHEMA_VERSION, checkAuditSchema, migrateAudit } from '../../src/
 import { createAuditTrail, type UpdateStart } from '../../src/audit/trail.js';
 import { verifyTrail } from '../../src/audit/verify.js';
 import { errors, GatewayError } from '../../src/errors.js';
-import { createDatabase, requirePostgres, sql, startProxy, withPort } from '../helpers/postgres.js';
+import { openPostgres } from '../../src/backends/postgres/index.js';
+import { createMetrics } from '../../src/observability/metrics.js';
+import type { AuditDatabase } from '../../src/audit/store.js';
+import {
+  createDatabase,
+  createSchema,
+  postgresConfig,
+  requirePostgres,
+  sql,
+  startProxy,
+  withPort,
+} from '../helpers/postgres.js';
 import { newEntry, silent } from './helpers.js';
 
 const START: UpdateStart = {
@@ -157,6 +168,38 @@ if (await requirePostgres(t)) {
       message: 'request timed out',
     });
     t.same(await sql(url, 'SELECT id FROM audit_logs'), []);
+  });
+
+  t.test('the gateway`s shared pool serves the trail as it is, a trail per schema', async (t) => {
+    const database = await createDatabase(t);
+    const trails = [];
+    for (const url of [await createSchema(t, database), await createSchema(t, database)]) {
+      const shared = await openPostgres(postgresConfig(url), { metrics: createMetrics(), logger: silent });
+      t.teardown(() => shared.close());
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      await migrateAudit(client);
+      await client.end();
+      const database: AuditDatabase = shared;
+      trails.push({ shared, store: createPostgresAuditStore(database) });
+    }
+    const signal = new AbortController().signal;
+    for (let round = 0; round < 3; round++) {
+      for (const { shared, store } of trails) {
+        const trail = createAuditTrail(store, {
+          logger: silent,
+          metrics: createAuditMetrics(new Registry()),
+          sharesTransactions: true,
+        });
+        const update = trail.update(START);
+        await update.intent(signal);
+        await shared.transaction(signal, async (query) => update.inTransaction?.(query, OUTCOME));
+        await update.succeeded(OUTCOME);
+      }
+    }
+    for (const { store } of trails) {
+      t.match(await verifyTrail(store.walk()), { ok: true, entries: 6, head: { id: 6 } });
+    }
   });
 
   t.test(
