@@ -16,6 +16,14 @@ interface Waiting {
   reject(err: unknown): void;
 }
 
+/** Where a writer starts: the whole entries' size, the last of them, the file's inode. */
+interface Start {
+  readonly head: AuditHead | undefined;
+  readonly size: number;
+  readonly ino: number;
+}
+
+/** The one writer of a file trail in this process (see the file's comment). */
 export class TrailWriter {
   readonly #file: string;
   readonly #handle: FileHandle;
@@ -28,12 +36,7 @@ export class TrailWriter {
   #idle: Promise<void> = Promise.resolve();
   #failed = false;
 
-  private constructor(
-    file: string,
-    handle: FileHandle,
-    start: { head?: AuditHead; size: number; ino: number },
-    now: () => number,
-  ) {
+  private constructor(file: string, handle: FileHandle, start: Start, now: () => number) {
     this.#file = file;
     this.#handle = handle;
     this.#ino = start.ino;
@@ -43,18 +46,8 @@ export class TrailWriter {
   }
 
   /** A writer of `file`, whose whole entries end at `start.size` with `start.head`. */
-  static async open(
-    file: string,
-    start: { head?: AuditHead | undefined; size: number; ino: number },
-    now: () => number,
-  ): Promise<TrailWriter> {
-    const handle = await open(file, constants.O_WRONLY | constants.O_DSYNC);
-    return new TrailWriter(
-      file,
-      handle,
-      { ...(start.head ? { head: start.head } : {}), size: start.size, ino: start.ino },
-      now,
-    );
+  static async open(file: string, start: Start, now: () => number): Promise<TrailWriter> {
+    return new TrailWriter(file, await open(file, constants.O_WRONLY | constants.O_DSYNC), start, now);
   }
 
   get head(): AuditHead | undefined {

@@ -97,6 +97,7 @@ export interface AuditTrailOptions {
   readonly refused?: boolean;
   /** The trail is in the providers' database: `success` goes in the change's transaction. */
   readonly sharesTransactions?: boolean;
+  /** The clock of the refusals' per-identity limit (the store keeps its own for entries). */
   readonly now?: () => number;
 }
 
