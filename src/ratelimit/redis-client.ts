@@ -74,16 +74,10 @@ export function openRedisClient(config: RedisStoreConfig): RedisClient {
         autoResendUnfulfilledCommands: false,
       },
     };
-    const cluster = new Cluster(
+    return new Cluster(
       config.cluster.map((n) => ({ ...n })),
       options,
     );
-    // ioredis connects to a node on its first command; connecting as soon as the node is known
-    // keeps the first decisions sent to it from waiting for a connection.
-    cluster.on('+node', (node: Redis) => {
-      if (node.status === 'wait') node.connect().catch(() => undefined);
-    });
-    return cluster;
   }
   return new Redis(config.url as string, { ...connection, ...db });
 }

@@ -2,9 +2,11 @@
  * The redis store on a real three-node Redis Cluster started by the test: limits exact for
  * identities whose keys live on different nodes (a request counted by two policies included, both
  * keys in one slot), and a slot moved between nodes while counting (ASK during the move, MOVED
- * after it) without a decision lost or an error.
+ * after it) without a decision lost or an error; a node lost costs its identities' decisions only,
+ * each bounded by the timeout.
  */
 import { hash, randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import t from 'tap';
 import { call, startGateway, TOKENS, type TestGateway, type Tok } from '../helpers/gateway.js';
 import { scrape } from '../helpers/metrics.js';
@@ -117,4 +119,65 @@ t.test('limits exact across nodes; a moved slot followed (ASK, then MOVED)', asy
   t.equal(await errorsOf(gw), 0, 'every redirection followed');
   const ready = (await (await fetch(`${gw.adminUrl}/readyz`)).json()) as any;
   t.equal(ready.checks['rate_limits.redis'], 'ok');
+
+  // A node lost (no replica takes over): its identities' decisions follow on_error, each bounded by
+  // the timeout; the other nodes keep deciding (until the cluster itself declares the node failed).
+  const lost = cluster.nodes[2] as Node;
+  await lost.kill();
+  const orphan = (byNode.get(lost)?.[1] as { token: Tok }).token;
+  for (let i = 0; i < 5; i++) {
+    const started = performance.now();
+    const res = await call(gw, { method: 'GET', target: CHECKSUM, token: orphan });
+    const took = performance.now() - started;
+    t.equal(res.status, 200, 'on_error allow');
+    t.notOk(res.headers.ratelimit, 'not counted');
+    t.ok(took < 3_000, `answered in ${Math.round(took)} ms`);
+  }
+  t.ok((await errorsOf(gw)) >= 5, 'counted as errors');
+  const kept = (byNode.get(from)?.[0] as { token: Tok }).token;
+  const full = await call(gw, { method: 'GET', target: CHECKSUM, token: kept });
+  t.equal(full.status, 429, 'another node still decides');
+  t.match(full.headers.ratelimit, /^"default";r=0;t=\d+$/);
+});
+
+t.test('a node that takes connections but never answers: each decision bounded by the timeout', async (t) => {
+  if (!requireRedisServer(t)) return;
+  const cluster = await startRedisCluster(t);
+  const byNode = await tokensByNode(cluster, 1);
+  const frozen = cluster.nodes[2] as Node;
+  frozen.freeze();
+  const tokenOn = (n: Node) => (byNode.get(n)?.[0] as { token: Tok }).token;
+  const gw = await startGateway({
+    auth: {
+      signature: { tokens: [...Object.values(TOKENS), ...[...byNode.values()].flat().map((p) => p.token)] },
+    },
+    rate_limits: {
+      store: { type: 'redis', cluster: [cluster.nodes[0]?.address], timeout: '100ms' },
+      policies: [{ name: 'default', limit: 100, window: '60s' }],
+    },
+  });
+  t.teardown(() => gw.close());
+  // Concurrent requests: ioredis refuses those sent while its connection to the node is not ready,
+  // and would retry them for up to 16 redirections of 100 ms without a deadline of the store's own.
+  const started = performance.now();
+  const answers = await Promise.all(
+    Array.from({ length: 10 }, () => call(gw, { method: 'GET', target: CHECKSUM, token: tokenOn(frozen) })),
+  );
+  const took = performance.now() - started;
+  t.same(
+    answers.map((a) => a.status),
+    Array(10).fill(200),
+    'on_error allow',
+  );
+  t.ok(
+    answers.every((a) => a.headers.ratelimit === undefined),
+    'none counted',
+  );
+  t.ok(took < 1_000, `all answered in ${Math.round(took)} ms`);
+  const counted = await call(gw, {
+    method: 'GET',
+    target: CHECKSUM,
+    token: tokenOn(cluster.nodes[0] as Node),
+  });
+  t.equal(counted.headers.ratelimit, '"default";r=99;t=60', 'the other nodes decide');
 });
