@@ -29,7 +29,7 @@ function problems(store: string): string[] {
 t.test('sentinels and cluster: addresses parsed, the keys that apply kept', async (t) => {
   const sentinel = parseConfig(
     withStore(`sentinels: ["10.0.0.5:26379", "sentinel-2.redis:26380", "[fd00::7]:26381"], name: main,
-      username: gw, password: p, sentinel_password: "", db: 2, tls: { ca: certs/ca.pem }`),
+      username: gw, password: p, sentinel_username: sgw, sentinel_password: "", db: 2, tls: { ca: certs/ca.pem }`),
     '/base',
   ).rate_limits?.store;
   t.match(sentinel, {
@@ -41,6 +41,7 @@ t.test('sentinels and cluster: addresses parsed, the keys that apply kept', asyn
     name: 'main',
     username: 'gw',
     password: 'p',
+    sentinel_username: 'sgw',
     sentinel_password: '',
     db: 2,
     tls: { ca: '/base/certs/ca.pem' },
