@@ -2,7 +2,7 @@
  * The test harness: the real gateway in process on port 0 with a fresh copy of the sample data, and
  * raw HTTP helpers that send the request target exactly as given.
  */
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -46,7 +46,12 @@ export const TOKENS: { admin: Tok; reader: Tok; writer: Tok; none: Tok } = {
 /** Standard base64 of the HS256 secret the test gateway accepts. */
 export const JWT_SECRET = Buffer.from('test-jwt-secret-of-32-bytes-long').toString('base64');
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The repository: the nearest folder above this file holding package.json (from test/ or dist-test/). */
+export const ROOT = (() => {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(path.join(dir, 'package.json'))) dir = path.dirname(dir);
+  return dir;
+})();
 
 export interface TestGateway {
   url: string;
