@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:net';
 import t, { type Test } from 'tap';
 import { call, errorOf, startGateway } from '../helpers/gateway.js';
 import { startUpstream, UPSTREAM_TOKEN_ID, upstreamBackend } from '../helpers/upstream.js';
+import { until } from '../helpers/wait.js';
 
 /** Node's agent, with the method it hands each request to (not in its type declarations). */
 const HttpAgent = Agent as unknown as {
@@ -96,13 +97,18 @@ t.test('pass-through sends the raw target even when every pooled connection is b
     await stub.close();
   });
   const slow = call(gw, { method: 'GET', target: '/api/v2/slow' });
-  while (stub.seen.length === 0) await new Promise((r) => setImmediate(r));
+  await until('the upstream holds the slow request', () => stub.seen.length > 0, undefined, 1);
   // The one connection is busy: these wait for it in the agent's queue. Released only once the
   // gateway has handed all of them to its agent (Node's own method, observed, not replaced).
   // Each one a URL parser would change: `{}` escaped, a bare `?` dropped.
   const targets = ['/api/v2/things/{x}?', '/api/v2/q/{a}?b={c}', '/api/v2/x?', '/api/v2/y/`z`?%zz'];
   const queued = targets.map((target) => call(gw, { method: 'GET', target }));
-  while (handed < 1 + targets.length) await new Promise((r) => setTimeout(r, 5));
+  await until(
+    'the gateway hands every request to its agent',
+    () => handed >= 1 + targets.length,
+    undefined,
+    5,
+  );
   release();
   t.equal((await slow).status, 200);
   for (const res of await Promise.all(queued)) t.equal(res.status, 200);

@@ -7,9 +7,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { stringify } from 'yaml';
-import { baseConfig, merge, startGateway, type TestGateway, TOKENS } from '../helpers/gateway.js';
+import { baseConfig, merge, readyz, TOKENS } from '../helpers/gateway.js';
 import {
   createDatabase,
   createSchema,
@@ -18,19 +18,8 @@ import {
   startProxy,
   withPort,
 } from '../helpers/postgres.js';
-import { createToken, get, tokensCli, tokenStore, until } from '../helpers/tokens.js';
-
-const status = async (gw: TestGateway, token: Parameters<typeof get>[1]) => (await get(gw, token)).status;
-const readyz = async (gw: TestGateway) => {
-  const res = await fetch(`${gw.adminUrl}/readyz`);
-  return { status: res.status, body: (await res.json()) as { checks: Record<string, string> } };
-};
-
-async function gatewayOn(t: Test, url: string, over: Record<string, unknown> = {}): Promise<TestGateway> {
-  const gw = await startGateway({ auth: { signature: { token_store: tokenStore(url, over) } } });
-  t.teardown(() => gw.close());
-  return gw;
-}
+import { createToken, status, storeGateway, tokensCli, tokenStore } from '../helpers/tokens.js';
+import { until } from '../helpers/wait.js';
 
 /** A configuration file (for `gateway tokens`) whose store is `url`. */
 function configFor(dir: string, url: string): string {
@@ -53,7 +42,7 @@ if (await requirePostgres(t)) {
       const tok = await createToken(direct, 'held');
       const proxy = await startProxy(t, url);
       await proxy.stop();
-      const gw = await gatewayOn(t, withPort(url, proxy.port), { connect_timeout: '500ms' });
+      const gw = await storeGateway(t, withPort(url, proxy.port), { connect_timeout: '500ms' });
 
       const before = await readyz(gw);
       t.equal(before.status, 503, 'not ready before the first read');
@@ -83,7 +72,7 @@ if (await requirePostgres(t)) {
 
   t.test('pg_terminate_backend of every gateway connection: it recovers without a restart', async (t) => {
     const url = await createSchema(t, database);
-    const gw = await gatewayOn(t, url);
+    const gw = await storeGateway(t, url);
     await until('loaded', async () => (await readyz(gw)).status === 200);
     const tok = await createToken(gw.configFile, 'steady');
     await until('the token verifies', async () => (await status(gw, tok)) === 200);
@@ -132,8 +121,8 @@ if (await requirePostgres(t)) {
     const url = await createSchema(t, database);
     const interval = 1.5;
     const gateways = [
-      await gatewayOn(t, url, { last_used_interval: `${interval}s` }),
-      await gatewayOn(t, url, { last_used_interval: `${interval}s` }),
+      await storeGateway(t, url, { last_used_interval: `${interval}s` }),
+      await storeGateway(t, url, { last_used_interval: `${interval}s` }),
     ];
     for (const gw of gateways) await until('loaded', async () => (await readyz(gw)).status === 200);
     // Every write of last_used_at, as the database sees it.
