@@ -21,6 +21,7 @@ import { DeadlineClock } from './http/deadline.js';
 import { answerFramingErrors } from './http/framing.js';
 import { createHandler } from './http/handler.js';
 import { listenOn } from './http/listen.js';
+import type { Stages } from './http/stage.js';
 import { createAdminHandler } from './observability/admin.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
@@ -30,7 +31,7 @@ import { createAssetGroupTagMember } from './operations/asset-group-tag-member.j
 import { createCollectorChecksum } from './operations/collector-checksum.js';
 import { createPassthroughOperation } from './operations/passthrough.js';
 import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
-import { createPipeline, type Stage } from './pipeline.js';
+import { createPipeline } from './pipeline.js';
 import { createRateLimits, RateLimitCounts } from './ratelimit/index.js';
 import { listenerServer, openListenersTls } from './tls/listeners.js';
 import { openTokens, type Tokens } from './tokens/index.js';
@@ -80,7 +81,7 @@ interface Runtime {
   keySources(): KeySourceInfo[];
   /** Stops what this configuration runs (backends, key refreshes). */
   close(): Promise<void>;
-  readonly stages: ReadonlyArray<readonly [string, Stage]>;
+  readonly stages: Stages;
   /** How each request's client address is found (`server.trusted_proxies`). */
   readonly addressing: ClientAddressing;
 }

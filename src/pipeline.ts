@@ -6,15 +6,13 @@
 import { authorize } from './auth/authorize.js';
 import type { Config } from './config/schema.js';
 import type { RequestContext } from './http/context.js';
+import type { Stage, Stages } from './http/stage.js';
 import { type DeadlineClock, preferredWait, startDeadline } from './http/deadline.js';
 import { singleHeaders } from './http/headers.js';
 import { type OperationId, routeRequest } from './http/router.js';
 import type { Tracing } from './observability/tracing/tracing.js';
 import type { Operation } from './operations/operation.js';
 import type { RateLimitStages } from './ratelimit/index.js';
-
-/** One step of the pipeline. */
-export type Stage = (ctx: RequestContext) => void | Promise<void>;
 
 export interface PipelineParts {
   readonly prefer: Config['prefer'];
@@ -35,7 +33,7 @@ export interface PipelineParts {
 const preferOf = singleHeaders(['Prefer']);
 
 /** The ordered stages for one configuration. */
-export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [name: string, stage: Stage]> {
+export function createPipeline(parts: PipelineParts): Stages {
   const { prefer, operations, clock, tracing } = parts;
   const authenticate = tracing === undefined ? parts.authenticate : traced(tracing, parts.authenticate);
   const byAddress = parts.rateLimits?.unauthenticated;

@@ -18,7 +18,7 @@ import type { Tracing } from '../observability/tracing/tracing.js';
 import { challengesFor } from './challenge.js';
 import { createCertificateScheme } from './client-certificate.js';
 import { signedSummary } from './explain.js';
-import type { Identity } from './identity.js';
+import type { Identity } from '../http/identity.js';
 import { createJwtVerifier, type KeySourceInfo, type TokenWait } from './jwt.js';
 import type { KeySources } from './key-sources.js';
 import { RequestKeys } from '../signing/request-keys.js';

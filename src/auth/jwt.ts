@@ -20,7 +20,7 @@ import { errors, GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing/tracing.js';
-import type { Identity } from './identity.js';
+import type { Identity } from '../http/identity.js';
 import { ASYMMETRIC_ALGORITHMS } from './jwk-set.js';
 import { createJwksKeys, type JwksKeys } from './jwks.js';
 import { type Checker, checker, expiryOf, reasonOf } from './jwt-checks.js';

@@ -6,7 +6,7 @@
  */
 import { hash as digest } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { Identity } from './identity.js';
+import type { Identity } from '../http/identity.js';
 
 interface Entry {
   readonly identity: Identity;

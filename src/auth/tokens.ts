@@ -9,7 +9,7 @@ import type { TokenConfig } from '../config/schema.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics, TokenCounts } from '../observability/metrics.js';
 import type { StoreToken, TokenStore } from '../tokens/store.js';
-import type { Identity } from './identity.js';
+import type { Identity } from '../http/identity.js';
 
 /** One key a token verifies with; `cacheId` names it in the signing-key cache (never the key). */
 export interface VerifyKey {

@@ -13,11 +13,11 @@ import { errors } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import { type Metrics, requestRecorder } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing/tracing.js';
-import type { Stage } from '../pipeline.js';
 import type { ClientAddressing } from './client-address.js';
 import { Context, type RequestContext } from './context.js';
 import { toGatewayError, writeError } from './envelope.js';
 import { RequestIds } from './request-id.js';
+import type { Stage, Stages } from './stage.js';
 
 /** Milliseconds between the two interim answers that tell a gone client from a half-closed one. */
 const PROBE_GAP = 20;
@@ -34,7 +34,7 @@ export interface HandlerParts {
   readonly tracing?: Tracing;
   /** The configuration in force (swapped on reload): its stages and how a client address is found. */
   current(): {
-    readonly stages: ReadonlyArray<readonly [string, Stage]>;
+    readonly stages: Stages;
     readonly addressing: ClientAddressing;
   };
   /** True once the gateway drains: answers then close their connection. */
@@ -203,11 +203,7 @@ export function createHandler(parts: HandlerParts): RequestHandler {
  * promise only when a stage really waits (reading a body, a backend call). Never rejects: whatever a
  * stage throws becomes the error envelope.
  */
-function run(
-  ctx: RequestContext,
-  stages: ReadonlyArray<readonly [string, Stage]>,
-  from: number,
-): Promise<void> | undefined {
+function run(ctx: RequestContext, stages: Stages, from: number): Promise<void> | undefined {
   try {
     // Resuming after a stage that waited: the deadline may have passed, or the client gone, while it
     // did. Stages that answer at once run in microseconds and nothing else runs between them, so the
