@@ -5,7 +5,7 @@
  * `DeadlineClock` (a timer wheel) fires it, instead of a timer per request.
  */
 import { EventEmitter } from 'node:events';
-import type { AbortEmitter } from '../backends/call.js';
+import type { AbortEmitter } from '../upstream/stop-signal.js';
 import { errors, type GatewayError } from '../errors.js';
 
 export interface PreferPolicy {

@@ -15,7 +15,7 @@ import type {
 } from '../backends/sso-providers/backend.js';
 import type { Config } from '../config/schema.js';
 import { errors } from '../errors.js';
-import type { BackendCall } from '../backends/call.js';
+import type { BackendCall } from '../backends/backend-call.js';
 import type { RequestContext } from '../http/context.js';
 import { backendCall } from '../http/forwarded.js';
 import { relay, sendJson } from '../http/respond.js';

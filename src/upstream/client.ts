@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { type Dispatcher, Pool } from 'undici';
-import type { StopSignal } from '../backends/call.js';
+import type { StopSignal } from './stop-signal.js';
 import { errors } from '../errors.js';
 import { openUpstreamTls, upstreamTlsKey } from '../tls/upstream.js';
 import { passedHeaders, readBounded, UpstreamAnswer } from './answer.js';

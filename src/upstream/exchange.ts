@@ -8,7 +8,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { StopSignal } from '../backends/call.js';
+import type { StopSignal } from './stop-signal.js';
 import { errors } from '../errors.js';
 import { relayableStatus } from './answer.js';
 

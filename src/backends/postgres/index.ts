@@ -12,7 +12,7 @@
  * until a connection succeeds again; a busy pool does not. A connection lost under a statement
  * costs its request a 503 and starts a check at once, which decides whether the database is away.
  */
-import type { BackendCall } from '../call.js';
+import type { BackendCall } from '../backend-call.js';
 import type { SpanAttributes, Tracing } from '../../observability/tracing/tracing.js';
 import pg from 'pg';
 import type { QueryResultRow } from 'pg';

@@ -3,22 +3,8 @@
  * abort signal and, for a backend that forwards, the description of what to forward. A backend never
  * sees the HTTP request itself.
  */
-import type { EventEmitter } from 'node:events';
 import type { ForwardedRequest } from '../upstream/forwarded.js';
-
-/**
- * An abort signal as an `EventEmitter` that emits `abort` once, with `aborted` and `reason` as an
- * `AbortSignal` has them (the form undici's `signal` options take too): far cheaper to make than an
- * `AbortController`, of which every request to an upstream would otherwise make one, with its
- * event-target listeners.
- */
-export interface AbortEmitter extends EventEmitter {
-  readonly aborted: boolean;
-  readonly reason: unknown;
-}
-
-/** What stops a call to an upstream: an `AbortSignal`, or the cheaper `AbortEmitter`. */
-export type StopSignal = AbortSignal | AbortEmitter;
+import type { StopSignal } from '../upstream/stop-signal.js';
 
 export interface BackendCall {
   /**
