@@ -25,8 +25,8 @@ export interface Arrived {
   readonly body: Buffer | Readable;
 }
 
-/** How an exchange reports: the answer or the failure (raw: the caller translates it), and when. */
-export interface ExchangeHooks {
+/** How a dispatch reports: the answer or the failure (raw: the caller translates it), and when. */
+export interface DispatchHooks {
   /** The answer's head arrived, with a status that may be relayed. */
   head(): void;
   /** The answer, once it may be handed over. */
@@ -41,7 +41,7 @@ export interface ExchangeHooks {
 type Controller = Dispatcher.DispatchController;
 
 /** The dispatch handler of one request; `method` tells it when an answer has no body (`HEAD`). */
-export class Exchange implements Dispatcher.DispatchHandler {
+export class DispatchHandler implements Dispatcher.DispatchHandler {
   #controller: Controller | undefined;
   #settled = false;
   #head = false;
@@ -51,11 +51,11 @@ export class Exchange implements Dispatcher.DispatchHandler {
   #chunks: Buffer[] | undefined;
   #stream: Readable | undefined;
   readonly #signal: StopSignal;
-  readonly #hooks: ExchangeHooks;
+  readonly #hooks: DispatchHooks;
   readonly #bodiless: boolean;
   readonly #onAbort = () => this.#abort(this.#signal.reason);
 
-  constructor(method: string, signal: StopSignal, hooks: ExchangeHooks) {
+  constructor(method: string, signal: StopSignal, hooks: DispatchHooks) {
     this.#signal = signal;
     this.#hooks = hooks;
     this.#bodiless = method === 'HEAD';
