@@ -7,11 +7,11 @@
  * its signal's reason: the deadline's 504, or the client gone) when its signal fires first.
  */
 
-export class Gate {
+export class ConcurrencyLimit {
   #free: number;
   readonly #waiting: Array<() => void> = [];
 
-  /** A gate letting `size` (at least 1) through at once. */
+  /** A limit letting `size` (at least 1) through at once. */
   constructor(size: number) {
     this.#free = Math.max(1, Math.floor(size));
   }

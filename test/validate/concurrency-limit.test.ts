@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Gate } from '../../src/validate/gate.js';
+import { ConcurrencyLimit } from '../../src/validate/concurrency-limit.js';
 
 /** A step that runs until `finish` is called, and says when it started. */
 function held() {
@@ -22,13 +22,13 @@ function held() {
 const open = () => new AbortController().signal;
 
 t.test('lets `size` steps through at once; the next waits until one ends, in arrival order', async (t) => {
-  const gate = new Gate(2);
+  const limit = new ConcurrencyLimit(2);
   const [a, b, c, d] = [held(), held(), held(), held()];
-  const runs = [a, b, c, d].map((s) => gate.run(open(), s.step));
+  const runs = [a, b, c, d].map((s) => limit.run(open(), s.step));
   await Promise.resolve();
   t.ok(a.started() && b.started(), 'the first two run');
   t.notOk(c.started() || d.started(), 'the others wait');
-  t.equal(gate.waiting, 2);
+  t.equal(limit.waiting, 2);
   b.finish();
   t.equal(await runs[1], 'ran', 'a step resolves with what it returns');
   t.ok(c.started(), 'the first in line goes when a place frees');
@@ -39,14 +39,14 @@ t.test('lets `size` steps through at once; the next waits until one ends, in arr
   c.finish();
   d.finish();
   t.same(await Promise.all(runs), ['ran', 'ran', 'ran', 'ran']);
-  t.equal(gate.waiting, 0);
+  t.equal(limit.waiting, 0);
 });
 
 t.test('a step that fails frees its place and rejects with its error', async (t) => {
-  const gate = new Gate(1);
-  const failing = gate.run(open(), () => Promise.reject(new Error('broken form')));
+  const limit = new ConcurrencyLimit(1);
+  const failing = limit.run(open(), () => Promise.reject(new Error('broken form')));
   const next = held();
-  const after = gate.run(open(), next.step);
+  const after = limit.run(open(), next.step);
   await t.rejects(failing, { message: 'broken form' });
   await new Promise((resolve) => setImmediate(resolve));
   t.ok(next.started(), 'the next step got the place');
@@ -57,19 +57,19 @@ t.test('a step that fails frees its place and rejects with its error', async (t)
 t.test(
   'a request whose signal fires while it waits stops waiting, with the reason, and takes no place',
   async (t) => {
-    const gate = new Gate(1);
+    const limit = new ConcurrencyLimit(1);
     const first = held();
-    const running = gate.run(open(), first.step);
+    const running = limit.run(open(), first.step);
     const deadline = new AbortController();
     const second = held();
-    const waiting = gate.run(deadline.signal, second.step);
+    const waiting = limit.run(deadline.signal, second.step);
     const third = held();
-    const later = gate.run(open(), third.step);
-    t.equal(gate.waiting, 2);
+    const later = limit.run(open(), third.step);
+    t.equal(limit.waiting, 2);
     const reason = new Error('request timed out');
     deadline.abort(reason);
     await t.rejects(waiting, reason, 'rejected at once with the signal reason');
-    t.equal(gate.waiting, 1, 'out of the line');
+    t.equal(limit.waiting, 1, 'out of the line');
     first.finish();
     await running;
     await new Promise((resolve) => setImmediate(resolve));
@@ -81,14 +81,14 @@ t.test(
 );
 
 t.test('a signal that already fired is refused before taking a place', async (t) => {
-  const gate = new Gate(1);
+  const limit = new ConcurrencyLimit(1);
   const gone = new AbortController();
   gone.abort(new Error('client gone'));
   const step = held();
-  await t.rejects(gate.run(gone.signal, step.step), { message: 'client gone' });
+  await t.rejects(limit.run(gone.signal, step.step), { message: 'client gone' });
   t.notOk(step.started());
   const next = held();
-  const run = gate.run(open(), next.step);
+  const run = limit.run(open(), next.step);
   await Promise.resolve();
   t.ok(next.started(), 'the place is still free');
   next.finish();
@@ -96,6 +96,6 @@ t.test('a signal that already fired is refused before taking a place', async (t)
 });
 
 t.test('a size below one still lets one through', async (t) => {
-  const gate = new Gate(0);
-  t.equal(await gate.run(open(), async () => 'ran'), 'ran');
+  const limit = new ConcurrencyLimit(0);
+  t.equal(await limit.run(open(), async () => 'ran'), 'ran');
 });
