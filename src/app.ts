@@ -18,7 +18,7 @@ import type { Config } from './config/schema.js';
 import { configWarnings } from './config/warnings.js';
 import { createClientAddressing, type ClientAddressing } from './http/client-address.js';
 import { DeadlineClock } from './http/deadline.js';
-import { answerFramingErrors } from './http/framing.js';
+import { answerParserRefusals } from './http/parser-refusals.js';
 import { createHandler } from './http/handler.js';
 import { listenOn } from './http/listen.js';
 import type { Stages } from './http/stage.js';
@@ -240,7 +240,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   // A client that half-closes after its request (shutdown(SHUT_WR)) still gets the answer (Node's
   // own switch, false by default, read by its HTTP server on the client's FIN).
   (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
-  answerFramingErrors(server, { logger, metrics });
+  answerParserRefusals(server, { logger, metrics });
   const ready = () => !draining && runtime.ready();
   const admin =
     options.worker === undefined

@@ -23,7 +23,7 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
  * `duration_ms` counts from its connection's arrival (the parser does not say when the request's
  * first byte came).
  */
-export function answerFramingErrors(server: Server, deps: { logger: Logger; metrics: Metrics }): void {
+export function answerParserRefusals(server: Server, deps: { logger: Logger; metrics: Metrics }): void {
   const recorder = requestRecorder(deps.metrics);
   const accepted = new WeakMap<Socket, number>();
   server.on('connection', (socket: Socket) => accepted.set(socket, performance.now()));
