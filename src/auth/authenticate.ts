@@ -19,7 +19,7 @@ import { challengesFor } from './challenge.js';
 import { createCertificateScheme } from './client-certificate.js';
 import { signedSummary } from './explain.js';
 import type { Identity } from '../http/identity.js';
-import { createJwtVerifier, type KeySourceInfo, type TokenWait } from './jwt.js';
+import { createJwtVerifier, type KeySourceInfo, type JwtWait } from './jwt.js';
 import type { KeySources } from './key-sources.js';
 import { RequestKeys } from '../signing/request-keys.js';
 import { type RequestDate, RequestDateReader } from '../signing/request-date.js';
@@ -298,7 +298,7 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
  * request a hidden class of its own, which the garbage collector then had to carry (measured: the
  * JWT path's scavenges 4–10 times the signed path's, with three times the heap).
  */
-class BearerWait implements TokenWait {
+class BearerWait implements JwtWait {
   readonly expiresAt: number | undefined;
   readonly #ctx: RequestContext;
   constructor(ctx: RequestContext) {

@@ -1,5 +1,5 @@
 /**
- * The verified-token cache: a bearer token seen again skips the signature check. Bounded (least
+ * The verified-JWT cache: a bearer JWT seen again skips the signature check. Bounded (least
  * recently used go first), keyed by a hash of the token so that no token is held in memory as a key,
  * and each entry good only until the token would stop passing the time checks, and only while the
  * key that verified it is still in the key set.
@@ -17,14 +17,14 @@ interface Entry {
 }
 
 /** Verified tokens, looked up by the token text. */
-export interface TokenCache {
+export interface JwtCache {
   /** The identity of a token verified before, if it is still within its time and its key is held. */
   get(token: string, at: number, holds: (fingerprint: string) => boolean): Identity | undefined;
   set(token: string, entry: Entry): void;
 }
 
 /** A cache of at most `max` tokens; `0` turns it off. */
-export function createTokenCache(max: number): TokenCache {
+export function createJwtCache(max: number): JwtCache {
   if (max === 0) return { get: () => undefined, set: () => undefined };
   const lru = new LRUCache<string, Entry>({ max });
   return {
