@@ -24,7 +24,7 @@ import type { KeySources } from './key-sources.js';
 import { RequestKeys } from '../signing/request-keys.js';
 import { type RequestDate, RequestDateReader } from '../signing/request-date.js';
 import { canonicalTokenId } from '../signing/token-id.js';
-import { createTokenRegistry, type TokenRegistry, type UsableToken } from './tokens.js';
+import { createTokenRegistry, type TokenRegistry, type UsableToken } from '../tokens/registry.js';
 import { checkClockSkew, checkUtcOffset, parseSignature, signaturesEqual } from './signature.js';
 
 /** What the stage needs: its configuration slices, the metrics, where bodies spool, and a clock. */

@@ -8,8 +8,20 @@ import { randomUUID } from 'node:crypto';
 import type { TokenConfig } from '../config/schema.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics, TokenCounts } from '../observability/metrics.js';
-import type { StoreToken, TokenStore } from '../tokens/store.js';
-import type { Identity } from '../http/identity.js';
+import type { StoreToken, TokenStore } from './store.js';
+
+/**
+ * Who a token is: what the authenticate stage makes the request's identity (it has the shape of
+ * `http/identity.ts`'s `Identity`, which this layer, below the request path, does not import).
+ */
+export interface TokenIdentity {
+  readonly scheme: 'signature';
+  readonly subject: string;
+  readonly tokenId: string;
+  /** `token:<lower-case token id>`. */
+  readonly principal: string;
+  readonly permissions: ReadonlySet<string>;
+}
 
 /** One key a token verifies with; `cacheId` names it in the signing-key cache (never the key). */
 export interface VerifyKey {
@@ -20,7 +32,7 @@ export interface VerifyKey {
 /** A token that may verify now: its identity, the keys to try, and where to report a verified use. */
 export interface UsableToken {
   readonly ok: true;
-  readonly identity: Identity;
+  readonly identity: TokenIdentity;
   /** One key, or two during a rotation's overlap (each to be compared in constant time). */
   readonly keys: readonly VerifyKey[];
   /** Records a verified request (for `last_used_at`); costs a set insertion. */
@@ -58,12 +70,12 @@ const REVOKED: RefusedToken = Object.freeze({ ok: false, reason: 'revoked_token'
 const EXPIRED: RefusedToken = Object.freeze({ ok: false, reason: 'expired_token' });
 
 function entry(
-  identity: Identity,
+  identity: TokenIdentity,
   keys: { key: string; previous?: { key: string; until: number } },
   expiresAt: number,
   used: () => void,
 ): Entry {
-  const id = identity.tokenId as string;
+  const id = identity.tokenId;
   const current = { cacheId: `${id}:${randomUUID()}`, key: Buffer.from(keys.key, 'utf8') };
   const single: UsableToken = Object.freeze({ ok: true, identity, keys: Object.freeze([current]), used });
   if (keys.previous === undefined) return { both: single, single, previousUntil: 0, expiresAt };
@@ -77,7 +89,7 @@ function entry(
   return { both, single, previousUntil: keys.previous.until, expiresAt };
 }
 
-function identityOf(id: string, subject: string, permissions: readonly string[]): Identity {
+function identityOf(id: string, subject: string, permissions: readonly string[]): TokenIdentity {
   return Object.freeze({
     scheme: 'signature',
     subject,

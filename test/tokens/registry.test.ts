@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { RequestKeys } from '../../src/signing/request-keys.js';
-import { createTokenRegistry } from '../../src/auth/tokens.js';
+import { createTokenRegistry } from '../../src/tokens/registry.js';
 import type { StoreToken, TokenStore } from '../../src/tokens/store.js';
 
 const ID = '0f0e0d0c-0b0a-4909-8807-060504030201';
