@@ -20,7 +20,7 @@ import { errors } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { PostgresConfig } from './config.js';
-import { isConnectionLost, isPoolBusy } from './errors.js';
+import { isConnectionLost, isPoolBusy } from '../../postgres/errors.js';
 import { checkSchema, migrate } from './migrations.js';
 import { createSession, type Query } from './session.js';
 

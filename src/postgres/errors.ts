@@ -7,7 +7,7 @@
  *   in the log). So `55000` (object not in prerequisite state) refuses a connection as the database
  *   being away, but inside a transaction it is a 500 like any other statement error.
  */
-import { errors, isGatewayError } from '../../errors.js';
+import { errors, isGatewayError } from '../errors.js';
 
 /** Socket-level failures: the connection is gone, or was never made. */
 const NETWORK = new Set([
