@@ -16,7 +16,7 @@ import {
   syncTables,
   tagRows,
 } from '../backends/postgres/import.js';
-import { migrate } from '../backends/postgres/migrations.js';
+import { migrate } from '../postgres/migrations.js';
 import { ssoProvidersFileSchema } from '../backends/sso-providers/local.js';
 import { type CommandIo, postgresUrl, runCommand, UsageError, withClient } from './postgres.js';
 

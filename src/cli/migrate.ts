@@ -2,7 +2,7 @@
  * `gateway migrate --postgres URL`: brings a database's schema to this gateway's version, ahead of
  * a deployment that runs with `migrate: false`. Safe to run while gateways serve, and to run twice.
  */
-import { LATEST_VERSION, migrate } from '../backends/postgres/migrations.js';
+import { LATEST_VERSION, migrate } from '../postgres/migrations.js';
 import { type CommandIo, postgresUrl, runCommand, withClient } from './postgres.js';
 
 const USAGE = `usage: gateway migrate --postgres URL

@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { canonicalTokenId } from '../signing/token-id.js';
-import { checkSchema, migrate } from '../backends/postgres/migrations.js';
+import { checkSchema, migrate } from '../postgres/migrations.js';
 import { ConfigError, loadConfigFile } from '../config/load.js';
 import { type Config, PERMISSIONS } from '../config/schema.js';
 import type { TokenStoreConfig } from '../config/token-store.js';

@@ -7,7 +7,7 @@
  */
 import pg from 'pg';
 import { canonicalTokenId } from '../signing/token-id.js';
-import { checkSchema, migrate } from '../backends/postgres/migrations.js';
+import { checkSchema, migrate } from '../postgres/migrations.js';
 import type { TokenStoreConfig } from '../config/token-store.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';

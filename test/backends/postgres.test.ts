@@ -6,7 +6,7 @@
 import t from 'tap';
 import { createPostgresAssetGroupTags, MEMBER_QUERY } from '../../src/backends/asset-group-tags/postgres.js';
 import { openPostgres } from '../../src/backends/postgres/index.js';
-import { LATEST_VERSION } from '../../src/backends/postgres/migrations.js';
+import { LATEST_VERSION } from '../../src/postgres/migrations.js';
 import type { SsoProviderUpdate } from '../../src/backends/sso-providers/backend.js';
 import { createPostgresSsoProviders } from '../../src/backends/sso-providers/postgres.js';
 import { runMigrate } from '../../src/cli/migrate.js';

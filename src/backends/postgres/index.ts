@@ -21,7 +21,7 @@ import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { PostgresConfig } from './config.js';
 import { isConnectionLost, isPoolBusy } from '../../postgres/errors.js';
-import { checkSchema, migrate } from './migrations.js';
+import { checkSchema, migrate } from '../../postgres/migrations.js';
 import { createSession, type Query } from './session.js';
 
 export type { Query } from './session.js';

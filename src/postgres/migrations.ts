@@ -6,7 +6,7 @@
  * upgrade. The tables live in the connection's `search_path` (the URL may set it).
  */
 import type { ClientBase } from 'pg';
-import { TOKENS_SQL } from '../../tokens/schema.js';
+import { TOKENS_SQL } from '../tokens/schema.js';
 
 export interface Migration {
   readonly version: number;
