@@ -11,6 +11,7 @@ import type { DestinationStream } from 'pino';
 import { createAuthenticate } from './auth/authenticate.js';
 import { FileLocks } from './backends/file-locks.js';
 import { createBackends } from './backends/index.js';
+import { GATEWAY_SCHEMA } from './backends/postgres/schema.js';
 import type { KeySourceInfo } from './auth/jwt.js';
 import { KeySources } from './auth/key-sources.js';
 import { valueAt } from './config/load.js';
@@ -108,7 +109,11 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
     throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
   });
   const backends = await createBackends(config, instance);
-  const tokens = openTokens(config.auth.signature, { logger, metrics }, previous?.tokens);
+  const tokens = openTokens(
+    config.auth.signature,
+    { logger, metrics, schema: GATEWAY_SCHEMA },
+    previous?.tokens,
+  );
   const authenticate = createAuthenticate({
     tokens: tokens.registry,
     logger,

@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { canonicalTokenId } from '../signing/token-id.js';
+import { GATEWAY_SCHEMA } from '../backends/postgres/schema.js';
 import { checkSchema, migrate } from '../postgres/migrations.js';
 import { ConfigError, loadConfigFile } from '../config/load.js';
 import { type Config, PERMISSIONS } from '../config/schema.js';
@@ -248,6 +249,6 @@ function load(file: string): Config {
 
 /** The token table in place: migrated as the gateway would (`migrate: true`), else checked. */
 async function schema(client: pg.Client, store: TokenStoreConfig): Promise<void> {
-  if (store.migrate) await migrate(client);
-  else await checkSchema(client);
+  if (store.migrate) await migrate(client, GATEWAY_SCHEMA);
+  else await checkSchema(client, GATEWAY_SCHEMA);
 }
