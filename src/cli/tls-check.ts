@@ -4,7 +4,7 @@
  * certificate's, an expired certificate). Never any of the files' content.
  */
 import type { Config } from '../config/schema.js';
-import { tlsFiles } from '../tls/config.js';
+import { tlsFiles } from '../config/tls.js';
 import { loadListener, loadUpstream, TlsLoadError } from '../tls/material.js';
 import { readFileSync } from 'node:fs';
 

@@ -14,7 +14,7 @@ import { ProxyServer } from 'http-proxy-3';
 import { errors } from '../errors.js';
 import { openUpstreamTls } from '../tls/upstream.js';
 import { relayableStatus, upstreamRequestId } from '../upstream/answer.js';
-import type { UpstreamConfig } from '../upstream/config.js';
+import type { UpstreamConfig } from '../config/upstream.js';
 import { clientAttributes, createEndpoint, type UpstreamDeps } from '../upstream/endpoint.js';
 import type { ForwardedRequest } from '../upstream/forwarded.js';
 import type { RequestContext } from './context.js';

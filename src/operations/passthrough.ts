@@ -5,7 +5,7 @@
  */
 import { backendCall } from '../http/forwarded.js';
 import { createProxyRelay } from '../http/proxy.js';
-import type { UpstreamConfig } from '../upstream/config.js';
+import type { UpstreamConfig } from '../config/upstream.js';
 import type { UpstreamDeps } from '../upstream/endpoint.js';
 import type { Operation } from './operation.js';
 

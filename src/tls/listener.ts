@@ -4,7 +4,7 @@
  * client-certificate switches, the shared session ticket keys and the expiry gauge.
  */
 import type { Server as TlsServer, TlsOptions } from 'node:tls';
-import type { AdminTlsConfig, ServerTlsConfig } from './config.js';
+import type { AdminTlsConfig, ServerTlsConfig } from '../config/tls.js';
 import { type ListenerMaterial, loadListener } from './material.js';
 import type { TicketKeys } from './tickets.js';
 import { watchTls, type WatchDeps } from './watch.js';

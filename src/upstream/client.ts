@@ -9,7 +9,7 @@ import type { StopSignal } from './stop-signal.js';
 import { errors } from '../errors.js';
 import { openUpstreamTls, upstreamTlsKey } from '../tls/upstream.js';
 import { passedHeaders, readBounded, UpstreamAnswer } from './answer.js';
-import type { UpstreamConfig } from './config.js';
+import type { UpstreamConfig } from '../config/upstream.js';
 import { clientAttributes, createEndpoint, type UpstreamDeps } from './endpoint.js';
 import { type Arrived, DispatchHandler } from './dispatch-handler.js';
 import type { ForwardedRequest } from './forwarded.js';

@@ -3,8 +3,8 @@
  * `type: upstream` backend, and of `passthrough`.
  */
 import { z } from 'zod';
-import { duration, httpUrl, int, leaf, size, str, uuid } from '../config/leaves.js';
-import { upstreamTlsSchema } from '../tls/config.js';
+import { duration, httpUrl, int, leaf, size, str, uuid } from './leaves.js';
+import { upstreamTlsSchema } from './tls.js';
 
 /** How the gateway authenticates its own requests to an upstream. */
 const upstreamAuth = z.discriminatedUnion(

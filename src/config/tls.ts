@@ -5,8 +5,8 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { leaf, str } from '../config/leaves.js';
-import { permission } from '../config/permissions.js';
+import { leaf, str } from './leaves.js';
+import { permission } from './permissions.js';
 
 const minVersion = leaf(z.enum(['TLSv1.2', 'TLSv1.3'], { error: 'must be "TLSv1.2" or "TLSv1.3"' })).default(
   'TLSv1.2',
