@@ -13,7 +13,7 @@ import { listenOn } from '../http/listen.js';
 import { openListenerTls, type ListenerTls } from '../tls/listener.js';
 import { loadListener } from '../tls/material.js';
 import { listenerServer } from '../tls/listeners.js';
-import { tlsMetrics } from '../tls/metrics.js';
+import { tlsMetrics } from '../observability/tls-metrics.js';
 import { ticketKeys, ticketSecret } from '../tls/tickets.js';
 import { createAdminHandler } from '../observability/admin.js';
 import { createLogger, flushLogs } from '../observability/logger.js';

@@ -3,7 +3,7 @@
  * rules and dashboards rely on them); labels carry only low-cardinality values, never paths, ids or tokens.
  */
 import client from 'prom-client';
-import { tlsMetrics } from '../tls/metrics.js';
+import { tlsMetrics } from './tls-metrics.js';
 import { buildInfo } from './build.js';
 import { initialise } from './initial.js';
 import { DurationHistogram } from './durations.js';
