@@ -16,8 +16,8 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing/tracing.js';
 import { challengesFor } from './challenge.js';
-import { createCertificateScheme } from './client-certificate.js';
-import { signedSummary } from './explain.js';
+import { createCertificateScheme } from './schemes/client-certificate.js';
+import { signedSummary } from './schemes/signature-summary.js';
 import type { Identity } from '../http/identity.js';
 import { createJwtVerifier, type KeySourceInfo, type JwtWait } from './jwt.js';
 import type { KeySources } from './key-sources.js';
@@ -25,7 +25,7 @@ import { RequestKeys } from '../signing/request-keys.js';
 import { type RequestDate, RequestDateReader } from '../signing/request-date.js';
 import { canonicalTokenId } from '../signing/token-id.js';
 import { createTokenRegistry, type TokenRegistry, type UsableToken } from '../tokens/registry.js';
-import { checkClockSkew, checkUtcOffset, parseSignature, signaturesEqual } from './signature.js';
+import { checkClockSkew, checkUtcOffset, parseSignature, signaturesEqual } from './schemes/signature-checks.js';
 
 /** What the stage needs: its configuration slices, the metrics, where bodies spool, and a clock. */
 export interface AuthenticateDeps {

@@ -4,8 +4,8 @@
  * keys and the date format are the signing module's (`src/signing/`).
  */
 import { timingSafeEqual } from 'node:crypto';
-import { errors } from '../errors.js';
-import { formatRequestDate, type RequestDate } from '../signing/request-date.js';
+import { errors } from '../../errors.js';
+import { formatRequestDate, type RequestDate } from '../../signing/request-date.js';
 
 /** Bytes of an HMAC-SHA256 digest, the only length a `Signature` may decode to. */
 const DIGEST_BYTES = 32;

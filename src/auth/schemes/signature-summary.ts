@@ -5,7 +5,7 @@
  * so it goes only into that response's body, never into a log line.
  */
 import { createHash } from 'node:crypto';
-import type { HeldBody } from '../http/body.js';
+import type { HeldBody } from '../../http/body.js';
 
 /** `signed: <METHOD> <target> | hour <first 13 characters> | body <N> bytes, sha256 <hex>`. */
 export async function signedSummary(

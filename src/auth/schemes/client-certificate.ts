@@ -7,8 +7,8 @@
  */
 import type { TLSSocket } from 'node:tls';
 import type { Socket } from 'node:net';
-import type { ClientCertificateConfig } from '../config/tls.js';
-import type { Identity } from '../http/identity.js';
+import type { ClientCertificateConfig } from '../../config/tls.js';
+import type { Identity } from '../../http/identity.js';
 
 /** What a connection's client certificate names. */
 interface Presented {

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { checkClockSkew, checkUtcOffset, parseSignature, signaturesEqual } from '../../src/auth/signature.js';
-import { parseRequestDate } from '../../src/signing/request-date.js';
-import { GatewayError } from '../../src/errors.js';
+import { checkClockSkew, checkUtcOffset, parseSignature, signaturesEqual } from '../../../src/auth/schemes/signature-checks.js';
+import { parseRequestDate } from '../../../src/signing/request-date.js';
+import { GatewayError } from '../../../src/errors.js';
 
 const PREFIX = 'unable to validate request signature for client: ';
 const OFFSET = `${PREFIX}request date offset exceeds max_utc_offset`;
