@@ -22,7 +22,7 @@ import { DeadlineClock } from './http/deadline.js';
 import { answerParserRefusals } from './http/parser-refusals.js';
 import { createHandler } from './http/handler.js';
 import { listenOn } from './http/listen.js';
-import type { Stages } from './http/stage.js';
+import type { Pipeline } from './http/stage.js';
 import { createAdminHandler } from './observability/admin.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
@@ -82,7 +82,7 @@ interface Runtime {
   keySources(): KeySourceInfo[];
   /** Stops what this configuration runs (backends, key refreshes). */
   close(): Promise<void>;
-  readonly stages: Stages;
+  readonly pipeline: Pipeline;
   /** How each request's client address is found (`server.trusted_proxies`). */
   readonly addressing: ClientAddressing;
 }
@@ -130,11 +130,10 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
   const limits =
     config.rate_limits &&
     (await createRateLimits(config.rate_limits, { logger, metrics, counts: instance.rateLimitCounts }));
-  const stages = createPipeline({
+  const pipeline = createPipeline({
     ...(limits && { rateLimits: limits.stages }),
     prefer: config.prefer,
     clock: instance.clock,
-    ...(tracing && { tracing }),
     authenticate,
     operations: {
       GetCollectorChecksum: createCollectorChecksum({ backend: backends.collectors }),
@@ -161,7 +160,7 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
   });
   return {
     config,
-    stages,
+    pipeline,
     addressing: createClientAddressing(config.server),
     tokens,
     ready: () => authenticate.ready() && Object.values(stores()).every(Boolean) && (limits?.ready() ?? true),

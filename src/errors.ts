@@ -105,7 +105,14 @@ export const errors = {
     new GatewayError(502, 'upstream', 'upstream service sent an invalid answer', { reason: why, cause }),
 
   // authentication (literal messages of the reference service)
-  notAuthenticated: () => new GatewayError(401, 'header:Authorization', 'not authenticated'),
+  /** `reason`: why a client certificate is no identity; absent for a request with no credentials. */
+  notAuthenticated: (reason?: string) =>
+    new GatewayError(
+      401,
+      'header:Authorization',
+      'not authenticated',
+      reason === undefined ? {} : { reason },
+    ),
   authTwoComponents: () =>
     new GatewayError(
       400,
@@ -124,14 +131,24 @@ export const errors = {
       reason,
       ...(log ? { log } : {}),
     }),
-  tokenIdMalformed: () => new GatewayError(400, 'header:Authorization', 'Token ID is malformed.'),
+  tokenIdMalformed: () =>
+    new GatewayError(400, 'header:Authorization', 'Token ID is malformed.', { reason: 'malformed_token_id' }),
   noRequestDate: () =>
-    new GatewayError(400, 'header:RequestDate', `${SIGNATURE_PREFIX}no request date header`),
+    new GatewayError(400, 'header:RequestDate', `${SIGNATURE_PREFIX}no request date header`, {
+      reason: 'no_date',
+    }),
   malformedRequestDate: (why: string) =>
-    new GatewayError(400, 'header:RequestDate', `${SIGNATURE_PREFIX}malformed request date: ${why}`),
-  noSignature: () => new GatewayError(400, 'header:Signature', `${SIGNATURE_PREFIX}no signature header`),
+    new GatewayError(400, 'header:RequestDate', `${SIGNATURE_PREFIX}malformed request date: ${why}`, {
+      reason: 'malformed_date',
+    }),
+  noSignature: () =>
+    new GatewayError(400, 'header:Signature', `${SIGNATURE_PREFIX}no signature header`, {
+      reason: 'no_signature',
+    }),
   malformedSignature: (why: string) =>
-    new GatewayError(400, 'header:Signature', `${SIGNATURE_PREFIX}malformed signature header: ${why}`),
+    new GatewayError(400, 'header:Signature', `${SIGNATURE_PREFIX}malformed signature header: ${why}`, {
+      reason: 'malformed_signature',
+    }),
   /** An unknown, revoked or expired token id: one answer for all three, the `reason` tells them apart. */
   unknownToken: (reason = 'unknown_token') =>
     new GatewayError(401, 'header:Authorization', `${SIGNATURE_PREFIX}resource not found`, { reason }),

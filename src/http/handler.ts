@@ -17,7 +17,8 @@ import type { ClientAddressing } from './client-address.js';
 import { Context, type RequestContext } from './context.js';
 import { toGatewayError, writeError } from './envelope.js';
 import { RequestIds } from './request-id.js';
-import type { Stage, Stages } from './stage.js';
+import type { Route } from './router.js';
+import type { Pipeline, Stage, Stages } from './stage.js';
 
 /** Milliseconds between the two interim answers that tell a gone client from a half-closed one. */
 const PROBE_GAP = 20;
@@ -32,9 +33,9 @@ export interface HandlerParts {
   readonly metrics: Metrics;
   /** With tracing on: a server span per request, named in its log line as `trace_id`. */
   readonly tracing?: Tracing;
-  /** The configuration in force (swapped on reload): its stages and how a client address is found. */
+  /** The configuration in force (swapped on reload): its pipeline and how a client address is found. */
   current(): {
-    readonly stages: Stages;
+    readonly pipeline: Pipeline;
     readonly addressing: ClientAddressing;
   };
   /** True once the gateway drains: answers then close their connection. */
@@ -136,7 +137,7 @@ export function createHandler(parts: HandlerParts): RequestHandler {
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const rawTarget = req.url ?? '';
     const q = rawTarget.indexOf('?');
-    const { stages, addressing } = parts.current();
+    const { pipeline, addressing } = parts.current();
     const id = ids.next();
     const ctx = new Context(
       req,
@@ -167,7 +168,8 @@ export function createHandler(parts: HandlerParts): RequestHandler {
     }
     // Tracing off: one check, nothing made. On: the stages run with the request's span active.
     if (tracing !== undefined) ctx.trace = tracing.request(req);
-    const running = ctx.trace === undefined ? run(ctx, stages, 0) : ctx.trace.run(() => run(ctx, stages, 0));
+    const running =
+      ctx.trace === undefined ? start(ctx, pipeline) : ctx.trace.run(() => start(ctx, pipeline));
     if (running === undefined) part();
     else running.then(part, part);
   };
@@ -196,6 +198,17 @@ export function createHandler(parts: HandlerParts): RequestHandler {
       return new Promise<void>((resolve) => idle.push(resolve));
     },
   });
+}
+
+/** Routes the request, then runs its route's stages; never rejects (see `run`). */
+function start(ctx: RequestContext, pipeline: Pipeline): Promise<void> | undefined {
+  try {
+    pipeline.route(ctx);
+  } catch (err) {
+    fail(ctx, err);
+    return undefined;
+  }
+  return run(ctx, pipeline.stagesOf(ctx.route as Route), 0);
 }
 
 /**

@@ -1,7 +1,7 @@
 /** Who made a request, as the authenticate stage established it. */
 export interface Identity {
-  /** `signature` for signed requests, `bearer` for JWTs, `client_certificate` for a TLS client certificate. */
-  readonly scheme: 'signature' | 'bearer' | 'client_certificate';
+  /** The name of the scheme that established it: `signature`, `bearer`, `client_certificate`. */
+  readonly scheme: string;
   /** The token's configured subject, the JWT's `sub`, or the certificate entry's subject. Safe to log. */
   readonly subject: string;
   /** The signed-request token id (public, safe to log). */

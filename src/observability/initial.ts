@@ -3,7 +3,7 @@
  * exist from the first scrape: a panel shows 0 rather than "No data" after a restart, and `rate()`
  * sees the first increment.
  */
-import { AUTH_FAILURES, CACHE_RESULTS, JWT_RESULTS, OPERATIONS, RELOAD_RESULTS } from './labels.js';
+import { CACHE_RESULTS, JWT_RESULTS, OPERATIONS, RELOAD_RESULTS } from './labels.js';
 
 /** A counter as far as this needs it. */
 interface Countable<L extends string> {
@@ -14,7 +14,6 @@ interface Countable<L extends string> {
 export interface FixedCounters {
   readonly clientAborts: Countable<'operation'>;
   readonly deadlineExceeded: Countable<'operation'>;
-  readonly authFailures: Countable<'scheme' | 'reason'>;
   readonly checksumCacheRequests: Countable<'result'>;
   readonly jwtVerifications: Countable<'result'>;
   readonly configReloads: Countable<'result'>;
@@ -25,9 +24,6 @@ export function initialise(metrics: FixedCounters): void {
   for (const operation of OPERATIONS) {
     metrics.clientAborts.inc({ operation }, 0);
     metrics.deadlineExceeded.inc({ operation }, 0);
-  }
-  for (const [scheme, reasons] of Object.entries(AUTH_FAILURES)) {
-    for (const reason of reasons) metrics.authFailures.inc({ scheme, reason }, 0);
   }
   for (const result of CACHE_RESULTS) metrics.checksumCacheRequests.inc({ result }, 0);
   for (const result of JWT_RESULTS) metrics.jwtVerifications.inc({ result }, 0);

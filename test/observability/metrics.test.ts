@@ -8,7 +8,8 @@ import path from 'node:path';
 import t from 'tap';
 import { stringify } from 'yaml';
 import { loadConfigFile } from '../../src/config/load.js';
-import { AUTH_FAILURES, OPERATIONS } from '../../src/observability/labels.js';
+import { AUTH_FAILURES } from '../../src/auth/authenticate.js';
+import { OPERATIONS } from '../../src/observability/labels.js';
 import { baseConfig, call, merge, ROOT, startGateway } from '../helpers/gateway.js';
 import { startUpstream, upstreamBackend } from '../helpers/upstream.js';
 

@@ -8,7 +8,35 @@
 import type { TLSSocket } from 'node:tls';
 import type { Socket } from 'node:net';
 import type { ClientCertificateConfig } from '../../config/tls.js';
+import { errors } from '../../errors.js';
 import type { Identity } from '../../http/identity.js';
+import { type AuthScheme, NOT_MINE } from './scheme.js';
+
+/**
+ * The client-certificate scheme: it claims a request without `Authorization` whose connection
+ * presented a certificate, and only where a listener asks for one (contract §8). Its refusals carry
+ * no challenge of its own (the certificate is TLS's): the stage's, naming the schemes that are on.
+ */
+export const clientCertificate: AuthScheme = {
+  name: 'client_certificate',
+  reasons: ['unknown_certificate', 'untrusted_certificate'],
+  open(deps) {
+    const certificates =
+      (deps.server.tls?.client_auth ?? 'none') === 'none'
+        ? undefined
+        : createCertificateScheme(deps.auth.client_certificates);
+    return {
+      on: false,
+      claim(ctx, credentials) {
+        if (credentials.word !== undefined || certificates === undefined) return NOT_MINE;
+        const outcome = certificates.identify(ctx.req.socket);
+        if (outcome === undefined) return NOT_MINE;
+        if (!outcome.ok) throw errors.notAuthenticated(outcome.reason);
+        return outcome.identity;
+      },
+    };
+  },
+};
 
 /** What a connection's client certificate names. */
 interface Presented {

@@ -1,5 +1,10 @@
 import t from 'tap';
-import { checkClockSkew, checkUtcOffset, parseSignature, signaturesEqual } from '../../../src/auth/schemes/signature-checks.js';
+import {
+  checkClockSkew,
+  checkUtcOffset,
+  parseSignature,
+  signaturesEqual,
+} from '../../../src/auth/schemes/signature-checks.js';
 import { parseRequestDate } from '../../../src/signing/request-date.js';
 import { GatewayError } from '../../../src/errors.js';
 
