@@ -5,7 +5,7 @@
 import client from 'prom-client';
 import { tlsMetrics } from './tls-metrics.js';
 import { buildInfo } from './build.js';
-import { initialise } from './initial.js';
+import { zeroCounters } from './zero-counters.js';
 import { DurationHistogram } from './durations.js';
 import { latencyBuckets } from './labels.js';
 
@@ -249,7 +249,7 @@ export function createMetrics(options: MetricsOptions = {}) {
   const build = buildInfo();
   metrics.buildInfo.set({ version: build.version, node_version: build.node_version }, 1);
   metrics.configLastReloadSuccess.setToCurrentTime();
-  initialise(metrics);
+  zeroCounters(metrics);
   return metrics;
 }
 

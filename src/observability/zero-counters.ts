@@ -20,7 +20,7 @@ export interface FixedCounters {
 }
 
 /** Sets each fixed label set of `metrics` at 0. */
-export function initialise(metrics: FixedCounters): void {
+export function zeroCounters(metrics: FixedCounters): void {
   for (const operation of OPERATIONS) {
     metrics.clientAborts.inc({ operation }, 0);
     metrics.deadlineExceeded.inc({ operation }, 0);
