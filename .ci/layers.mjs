@@ -9,7 +9,7 @@ import path from 'node:path';
 
 /** STYLE.md's order of folders, bottom to top; a folder on one line may import another on it. */
 const LEVELS = [
-  ['errors.ts', 'config'],
+  ['errors.ts', 'errors', 'config'],
   ['observability', 'signing', 'tls'],
   ['tokens', 'postgres'],
   ['backends', 'upstream'],

@@ -4,9 +4,28 @@
  * A stage throws a `GatewayError`; only the envelope writer (`http/envelope.ts`) turns it into bytes.
  * Library errors are translated into catalogue entries where they enter. Anything else that reaches
  * the writer is a generic 500 whose details go to the log, never to the client.
+ *
+ * Every error carries a stable code (`GW_…`, contract §2), one per reason: a factory finds it from
+ * the reason it is given, so no caller names codes. The codes, their statuses and their messages
+ * (`<…>` where a factory fills in a value) are kept in `errors/` by family, which `npm run docs:gen`
+ * turns into the table of `docs/reference/error-codes.md`.
  */
+import {
+  type BearerReason,
+  CODES,
+  codeOf,
+  type ErrorCode,
+  type UpstreamAnswerKind,
+  type UpstreamTimeoutKind,
+} from './errors/catalogue.js';
+
+export { CODE_FAMILIES, CODES, type ErrorCode } from './errors/catalogue.js';
+
+/** The one error type: a code, its status, the part of the request at fault, and the public message. */
 export class GatewayError extends Error {
-  /** HTTP status of the response. */
+  /** The stable code of the reason: in the request's log line as `error_code`, never on the wire. */
+  readonly code: ErrorCode;
+  /** HTTP status of the response, the code's. */
   readonly status: number;
   /** The part of the request at fault: `header:Prefer`, `path:asset_group_tag_id`, `form:metadata`, … */
   readonly context: string;
@@ -20,7 +39,7 @@ export class GatewayError extends Error {
   readonly log: Readonly<Record<string, string>> | undefined;
 
   constructor(
-    status: number,
+    code: ErrorCode,
     context: string,
     message: string,
     options: {
@@ -33,7 +52,8 @@ export class GatewayError extends Error {
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'GatewayError';
-    this.status = status;
+    this.code = code;
+    this.status = CODES[code].status;
     this.context = context;
     this.headers = options.headers;
     this.reason = options.reason;
@@ -42,8 +62,23 @@ export class GatewayError extends Error {
   }
 }
 
-const SIGNATURE_PREFIX = 'unable to validate request signature for client: ';
+type Options = ConstructorParameters<typeof GatewayError>[3];
+const PLACEHOLDER = /<[^>]+>/g;
 
+/** The error of `code`, its message the catalogue's with each `<…>` replaced by the next of `values`. */
+function make(
+  code: ErrorCode,
+  context: string,
+  values: ReadonlyArray<string | number> = [],
+  options?: Options,
+) {
+  let i = 0;
+  const message =
+    values.length === 0
+      ? CODES[code].message
+      : CODES[code].message.replace(PLACEHOLDER, () => String(values[i++]));
+  return new GatewayError(code, context, message, options);
+}
 /**
  * A client-sent value as it may appear in a message (and so in a log): at most 64 characters,
  * control characters replaced, so a pasted key or a crafted value cannot flood or forge a log line.
@@ -53,201 +88,129 @@ function shown(value: string): string {
   return clean.length > 64 ? `${clean.slice(0, 64)}…` : clean;
 }
 
-/** Every public message, by the situation that produces it. */
+/** Every error the gateway answers with, by the situation that produces it (messages: `errors/`). */
 export const errors = {
   // routing and request framing
-  badTarget: (why: string) => new GatewayError(400, 'path', `invalid request target: ${why}`),
+  badTarget: (why: string) => make('GW_TARGET_INVALID', 'path', [why]),
   /** Not an error of the client's: the path it sent is answered with its cleaned form (an empty body). */
   movedPermanently: (location: string) =>
-    new GatewayError(301, 'path', 'moved permanently', {
-      headers: { Location: location },
-      reason: 'cleaned',
-    }),
-  notFound: (context = 'path') => new GatewayError(404, context, 'resource not found'),
+    make('GW_PATH_NOT_CLEAN', 'path', [], { headers: { Location: location }, reason: 'cleaned' }),
+  /** No route for the path (`path`), or no resource for a path parameter (`path:<param>`). */
+  notFound: (context = 'path') =>
+    make(context === 'path' ? 'GW_ROUTE_NOT_FOUND' : 'GW_RESOURCE_NOT_FOUND', context),
   methodNotAllowed: (allow: string) =>
-    new GatewayError(405, 'method', 'method not allowed', { headers: { Allow: allow } }),
-  expectationFailed: () => new GatewayError(417, 'header:Expect', 'only "Expect: 100-continue" is supported'),
-  missingHost: () => new GatewayError(400, 'header:Host', 'an HTTP/1.1 request needs a Host header'),
-  duplicateHeader: (name: string) =>
-    new GatewayError(400, `header:${name}`, `only one ${name} header is allowed`),
-  requestTimeout: () => new GatewayError(408, 'request', 'request body was not received in time'),
-  headersTimeout: () => new GatewayError(408, 'request', 'request headers were not received in time'),
-  headersTooLarge: () => new GatewayError(431, 'header', 'request header fields too large'),
-  malformedRequest: () => new GatewayError(400, 'request', 'malformed HTTP request'),
-  bodyTooLarge: (limit: number) =>
-    new GatewayError(413, 'body', `request body is larger than the limit of ${limit} bytes`),
-  bodyAborted: () => new GatewayError(400, 'body', 'request body was not received completely'),
-  internal: () => new GatewayError(500, 'server', 'an internal error occurred'),
+    make('GW_METHOD_NOT_ALLOWED', 'method', [], { headers: { Allow: allow } }),
+  expectationFailed: () => make('GW_EXPECT_UNSUPPORTED', 'header:Expect'),
+  missingHost: () => make('GW_HOST_MISSING', 'header:Host'),
+  duplicateHeader: (name: string) => make('GW_HEADER_DUPLICATED', `header:${name}`, [name]),
+  requestTimeout: () => make('GW_BODY_TIMEOUT', 'request'),
+  headersTimeout: () => make('GW_HEADERS_TIMEOUT', 'request'),
+  headersTooLarge: () => make('GW_HEADERS_TOO_LARGE', 'header'),
+  malformedRequest: () => make('GW_REQUEST_MALFORMED', 'request'),
+  bodyTooLarge: (limit: number) => make('GW_BODY_TOO_LARGE', 'body', [limit]),
+  bodyAborted: () => make('GW_BODY_INCOMPLETE', 'body'),
+  internal: () => make('GW_INTERNAL', 'server'),
   /** After an uncaught exception the process stops: a new request is refused, to be sent again. */
-  faulted: () => new GatewayError(503, 'server', 'the gateway is restarting; send the request again'),
+  faulted: () => make('GW_PROCESS_FAULTED', 'server'),
   // a database store that cannot be reached or did not answer (the postgres backend)
-  storeUnavailable: (cause?: unknown) => new GatewayError(503, 'store', 'store unavailable', { cause }),
+  storeUnavailable: (cause?: unknown) => make('GW_STORE_UNAVAILABLE', 'store', [], { cause }),
+  /** A change made whose audit outcome entry could not be written: the change stands (contract §12). */
+  auditOutcomeLost: (cause?: unknown) => make('GW_AUDIT_OUTCOME_LOST', 'audit', [], { cause }),
 
   // Prefer and the deadline
-  preferInvalid: (value: string) =>
-    new GatewayError(400, 'header:Prefer', `Prefer header has an invalid value: ${shown(value)}`),
-  preferBypassDisabled: () =>
-    new GatewayError(
-      400,
-      'header:Prefer',
-      'Prefer header has an invalid value: failed to bypass limits: feature disabled',
-    ),
-  deadline: () => new GatewayError(504, 'request', 'request timed out'),
+  preferInvalid: (value: string) => make('GW_PREFER_INVALID', 'header:Prefer', [shown(value)]),
+  preferBypassDisabled: () => make('GW_PREFER_BYPASS_DISABLED', 'header:Prefer'),
+  deadline: () => make('GW_DEADLINE_EXCEEDED', 'request'),
   /** Never sent (the client is gone): the reason a backend call is aborted for a disconnect. */
-  clientGone: () => new GatewayError(499, 'request', 'client closed the request'),
+  clientGone: () => make('GW_CLIENT_CLOSED_REQUEST', 'request'),
 
-  // upstream services (the reason, for the log and the metric, is the failure's kind)
+  // upstream services (the reason, for the log and the metric, is the failure's kind; each its code)
+  /** Unreachable or dropped: `connect`, `dns`, `connect_timeout`, `reset`; any other kind is `other`'s. */
   upstreamUnavailable: (kind: string) =>
-    new GatewayError(502, 'upstream', 'upstream service unavailable', { reason: kind }),
-  upstreamTimeout: (kind: string) =>
-    new GatewayError(504, 'upstream', 'upstream service timed out', { reason: kind }),
-  upstreamBadAnswer: (why: string, cause?: unknown) =>
-    new GatewayError(502, 'upstream', 'upstream service sent an invalid answer', { reason: why, cause }),
+    make(codeOf.unavailable(kind) ?? 'GW_UPSTREAM_FAILED', 'upstream', [], { reason: kind }),
+  upstreamTimeout: (kind: UpstreamTimeoutKind) =>
+    make(codeOf.timeout(kind), 'upstream', [], { reason: kind }),
+  upstreamBadAnswer: (why: UpstreamAnswerKind, cause?: unknown) =>
+    make(codeOf.badAnswer(why), 'upstream', [], { reason: why, cause }),
 
   // authentication (literal messages of the reference service)
-  /** `reason`: why a client certificate is no identity; absent for a request with no credentials. */
-  notAuthenticated: (reason?: string) =>
-    new GatewayError(
-      401,
-      'header:Authorization',
-      'not authenticated',
-      reason === undefined ? {} : { reason },
-    ),
-  authTwoComponents: () =>
-    new GatewayError(
-      400,
-      'header:Authorization',
-      'Expected only two components for the Authorization header.',
-    ),
+  /** No identity: no credentials at all (`missing`), or a client certificate that gives none. */
+  notAuthenticated: (reason: 'missing' | 'unknown_certificate' | 'untrusted_certificate' = 'missing') =>
+    make(codeOf.authentication(reason), 'header:Authorization'),
+  authTwoComponents: () => make('GW_AUTH_HEADER_MALFORMED', 'header:Authorization'),
+  /** The scheme is echoed only in a form that cannot be a key pasted in the wrong place. */
   authUnknownScheme: (scheme: string) =>
-    new GatewayError(
-      400,
-      'header:Authorization',
-      `Unexpected authorization scheme: ${/^[a-z0-9-]{1,20}$/.test(scheme) ? scheme : '<not shown>'}.`,
-    ),
+    make('GW_AUTH_SCHEME_UNKNOWN', 'header:Authorization', [
+      /^[a-z0-9-]{1,20}$/.test(scheme) ? scheme : '<not shown>',
+    ]),
   /** `log`: fields for the request's log line (the unknown `kid`, cut and cleaned). */
-  tokenFailed: (reason: string, log?: Record<string, string>) =>
-    new GatewayError(401, 'header:Authorization', 'Token Authorization failed.', {
-      reason,
-      ...(log ? { log } : {}),
-    }),
-  tokenIdMalformed: () =>
-    new GatewayError(400, 'header:Authorization', 'Token ID is malformed.', { reason: 'malformed_token_id' }),
-  noRequestDate: () =>
-    new GatewayError(400, 'header:RequestDate', `${SIGNATURE_PREFIX}no request date header`, {
-      reason: 'no_date',
-    }),
-  malformedRequestDate: (why: string) =>
-    new GatewayError(400, 'header:RequestDate', `${SIGNATURE_PREFIX}malformed request date: ${why}`, {
-      reason: 'malformed_date',
-    }),
-  noSignature: () =>
-    new GatewayError(400, 'header:Signature', `${SIGNATURE_PREFIX}no signature header`, {
-      reason: 'no_signature',
-    }),
-  malformedSignature: (why: string) =>
-    new GatewayError(400, 'header:Signature', `${SIGNATURE_PREFIX}malformed signature header: ${why}`, {
-      reason: 'malformed_signature',
-    }),
+  tokenFailed: (reason: BearerReason, log?: Record<string, string>) =>
+    make(codeOf.bearer(reason), 'header:Authorization', [], { reason, ...(log ? { log } : {}) }),
+  tokenIdMalformed: () => make('GW_TOKEN_ID_MALFORMED', 'header:Authorization'),
+  noRequestDate: () => make('GW_REQUEST_DATE_MISSING', 'header:RequestDate'),
+  malformedRequestDate: (why: string) => make('GW_REQUEST_DATE_MALFORMED', 'header:RequestDate', [why]),
+  noSignature: () => make('GW_SIGNATURE_MISSING', 'header:Signature'),
+  malformedSignature: (why: string) => make('GW_SIGNATURE_MALFORMED', 'header:Signature', [why]),
   /** An unknown, revoked or expired token id: one answer for all three, the `reason` tells them apart. */
-  unknownToken: (reason = 'unknown_token') =>
-    new GatewayError(401, 'header:Authorization', `${SIGNATURE_PREFIX}resource not found`, { reason }),
+  unknownToken: (reason: 'unknown_token' | 'revoked_token' | 'expired_token' = 'unknown_token') =>
+    make(codeOf.signature(reason), 'header:Authorization', [], { reason }),
   clockSkew: (direction: 'behind' | 'ahead', minutes: string, server: string, client: string) =>
-    new GatewayError(
-      401,
-      'header:RequestDate',
-      `${SIGNATURE_PREFIX}signature too far ${direction} by ${minutes} minutes. Server time is ${server}. Client time is ${client}`,
-      { reason: 'clock_skew' },
-    ),
-  utcOffset: () =>
-    new GatewayError(
-      401,
-      'header:RequestDate',
-      `${SIGNATURE_PREFIX}request date offset exceeds max_utc_offset`,
-      { reason: 'utc_offset' },
-    ),
+    make('GW_CLOCK_SKEW', 'header:RequestDate', [direction, minutes, server, client], {
+      reason: 'clock_skew',
+    }),
+  utcOffset: () => make('GW_UTC_OFFSET_EXCEEDED', 'header:RequestDate', [], { reason: 'utc_offset' }),
   /** `signed`: what the gateway signed (`signed: <METHOD> <target> | hour … | body …`), a second error. */
   digestMismatch: (signed?: string) =>
-    new GatewayError(
-      401,
-      'header:Signature',
-      `${SIGNATURE_PREFIX}digest validation failed: signature digest mismatch`,
+    make('GW_SIGNATURE_MISMATCH', 'header:Signature', [], {
+      reason: 'digest_mismatch',
+      ...(signed === undefined ? {} : { details: [{ context: 'signature', message: signed }] }),
+    }),
+  notAuthorized: () => make('GW_PERMISSION_DENIED', 'permission'),
+
+  // rate limits (contract §7): `retryAfter` in whole seconds; `policy` names the limit that refused
+  rateLimited: (retryAfter: number, policy: string) =>
+    make(
+      policy === 'unauthenticated' ? 'GW_UNAUTHENTICATED_RATE_LIMITED' : 'GW_RATE_LIMITED',
+      'rate_limit',
+      [],
       {
-        reason: 'digest_mismatch',
-        ...(signed === undefined ? {} : { details: [{ context: 'signature', message: signed }] }),
+        headers: { 'Retry-After': String(retryAfter) },
+        reason: 'rate_limited',
       },
     ),
-  notAuthorized: () => new GatewayError(403, 'permission', 'not authorized'),
-
-  // rate limits (contract §7): `retryAfter` in whole seconds
-  rateLimited: (retryAfter: number) =>
-    new GatewayError(429, 'rate_limit', 'rate limit exceeded', {
-      headers: { 'Retry-After': String(retryAfter) },
-      reason: 'rate_limited',
-    }),
   rateLimitStoreUnavailable: () =>
-    new GatewayError(503, 'rate_limit', 'rate limit store unavailable', { reason: 'rate_limit_store' }),
+    make('GW_RATE_LIMIT_STORE_UNAVAILABLE', 'rate_limit', [], { reason: 'rate_limit_store' }),
 
   // path parameters
-  idMalformed: (param: string) => new GatewayError(400, `path:${param}`, 'id is malformed'),
+  idMalformed: (param: string) => make('GW_ID_MALFORMED', `path:${param}`),
   invalidCollectorType: (value: string) =>
-    new GatewayError(400, 'path:collector_type', `Invalid collector type: ${shown(value)}`),
-  invalidReleaseTag: () =>
-    new GatewayError(
-      400,
-      'path:release_tag',
-      'release tag must be "latest" or a semantic version such as v1.2.3',
-    ),
+    make('GW_COLLECTOR_TYPE_INVALID', 'path:collector_type', [shown(value)]),
+  invalidReleaseTag: () => make('GW_RELEASE_TAG_INVALID', 'path:release_tag'),
 
   // the SSO provider form
-  notMultipart: () =>
-    new GatewayError(400, 'header:Content-Type', 'Content-Type must be multipart/form-data with a boundary'),
-  emptyBody: () => new GatewayError(400, 'body', 'request body is empty'),
-  malformedForm: (why: string) => new GatewayError(400, 'body', `malformed multipart form: ${why}`),
-  formTooLarge: (what: string) => new GatewayError(413, 'body', `multipart form is over the limit: ${what}`),
+  notMultipart: () => make('GW_CONTENT_TYPE_NOT_MULTIPART', 'header:Content-Type'),
+  emptyBody: () => make('GW_BODY_EMPTY', 'body'),
+  malformedForm: (why: string) => make('GW_FORM_MALFORMED', 'body', [why]),
+  formTooLarge: (what: string) => make('GW_FORM_TOO_LARGE', 'body', [what]),
   partTooLarge: (name: string, limit: number) =>
-    new GatewayError(413, `form:${name}`, `form part "${name}" is larger than the limit of ${limit} bytes`),
-  unexpectedPart: (name: string) =>
-    new GatewayError(400, `form:${shown(name)}`, `unexpected form part "${shown(name)}"`),
-  duplicatePart: (name: string) =>
-    new GatewayError(400, `form:${name}`, `expected only one "${name}" parameter`),
-  partMustBeFile: (name: string) =>
-    new GatewayError(400, `form:${name}`, `"${name}" parameter must be a file with a filename`),
-  partMustBeText: (name: string) =>
-    new GatewayError(400, `form:${name}`, `"${name}" parameter must be a text field, not a file`),
-  invalidText: (name: string) =>
-    new GatewayError(
-      400,
-      `form:${name}`,
-      `"${name}" parameter must be valid UTF-8 text without NUL characters`,
-    ),
-  invalidName: (why: string) => new GatewayError(400, 'form:name', `"name" parameter is invalid: ${why}`),
-  missingPart: (name: string) => new GatewayError(400, `form:${name}`, `form is missing "${name}" parameter`),
-  notBool: (name: string) =>
-    new GatewayError(400, `form:${name}`, `"${name}" parameter could not be converted to bool`),
-  notInt: (name: string) =>
-    new GatewayError(400, `form:${name}`, `"${name}" parameter could not be converted to int`),
-  invalidParameter: (name: string) => new GatewayError(400, `form:${name}`, `"${name}" parameter is invalid`),
-  metadataMalformed: (why: string) =>
-    new GatewayError(400, 'form:metadata', `metadata is not well-formed XML: ${why}`),
-  metadataTooDeep: (depth: number) =>
-    new GatewayError(400, 'form:metadata', `metadata nests elements more than ${depth} deep`),
-  metadataDoctype: () =>
-    new GatewayError(400, 'form:metadata', 'metadata must not contain a DOCTYPE or entity declaration'),
-  metadataNotSaml: () =>
-    new GatewayError(
-      400,
-      'form:metadata',
-      'metadata is not a SAML 2.0 EntityDescriptor or EntitiesDescriptor',
-    ),
-  metadataNoPostBinding: () =>
-    new GatewayError(
-      400,
-      'form:metadata',
-      'metadata does not have a SSO service that supports HTTP POST binding',
-    ),
+    make('GW_FORM_PART_TOO_LARGE', `form:${name}`, [name, limit]),
+  unexpectedPart: (name: string) => make('GW_FORM_PART_UNEXPECTED', `form:${shown(name)}`, [shown(name)]),
+  duplicatePart: (name: string) => make('GW_FORM_PART_DUPLICATED', `form:${name}`, [name]),
+  partMustBeFile: (name: string) => make('GW_FORM_PART_NOT_FILE', `form:${name}`, [name]),
+  partMustBeText: (name: string) => make('GW_FORM_PART_NOT_TEXT', `form:${name}`, [name]),
+  invalidText: (name: string) => make('GW_FORM_TEXT_INVALID', `form:${name}`, [name]),
+  invalidName: (why: string) => make('GW_NAME_INVALID', 'form:name', [why]),
+  missingPart: (name: string) => make('GW_FORM_PART_MISSING', `form:${name}`, [name]),
+  notBool: (name: string) => make('GW_FORM_PART_NOT_BOOL', `form:${name}`, [name]),
+  notInt: (name: string) => make('GW_FORM_PART_NOT_INT', `form:${name}`, [name]),
+  invalidParameter: (name: string) => make('GW_FORM_PART_INVALID', `form:${name}`, [name]),
+  metadataMalformed: (why: string) => make('GW_METADATA_MALFORMED', 'form:metadata', [why]),
+  metadataTooDeep: (depth: number) => make('GW_METADATA_TOO_DEEP', 'form:metadata', [depth]),
+  metadataDoctype: () => make('GW_METADATA_DOCTYPE', 'form:metadata'),
+  metadataNotSaml: () => make('GW_METADATA_NOT_SAML', 'form:metadata'),
+  metadataNoPostBinding: () => make('GW_METADATA_NO_POST_BINDING', 'form:metadata'),
   metadataMissingAttribute: (attribute: 'entityID' | 'Location') =>
-    new GatewayError(400, 'form:metadata', `metadata is missing the ${attribute} attribute`),
+    make('GW_METADATA_ATTRIBUTE_MISSING', 'form:metadata', [attribute]),
 } as const;
 
 /** True when `err` is the catalogue's error type. */

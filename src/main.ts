@@ -17,7 +17,9 @@ export async function runGateway(file: string): Promise<number> {
   try {
     const config = loadConfigFile(file);
     const workers = workerCount(config.server.workers);
-    if (cluster.isPrimary && workers > 1) return await runPrimary(file, config, workers);
+    if (cluster.isPrimary && workers > 1) {
+      return await runPrimary(file, config, workers, { killsOnHandoff: testKills(process.env) });
+    }
     // Workers share the TLS session ticket keys: the primary hands out their secret.
     const ticketSecret =
       cluster.worker && config.server.tls ? await askTicketSecret(TICKET_SECRET_WAIT) : undefined;
@@ -89,3 +91,13 @@ export async function runGateway(file: string): Promise<number> {
 
 /** How long a worker waits for the primary's TLS ticket secret before it gives up starting. */
 const TICKET_SECRET_WAIT = 10_000;
+
+/**
+ * Test only: `GATEWAY_TEST_KILL_ON_HANDOFF=N` has the cluster primary kill a worker right after
+ * handing it a connection, N times (the tests of a worker dying under load); unset, or anything but
+ * a count, is 0.
+ */
+function testKills(env: NodeJS.ProcessEnv): number {
+  const value = env.GATEWAY_TEST_KILL_ON_HANDOFF;
+  return value !== undefined && /^[0-9]{1,3}$/.test(value) ? Number(value) : 0;
+}

@@ -5,7 +5,7 @@
  * refused (contract §3). The body is read under the limit, and verified where the scheme signs it,
  * before any later stage sees it.
  */
-import { errors, GatewayError } from '../errors.js';
+import { CODES, errors, GatewayError } from '../errors.js';
 import { checkDeclaredLength, type HeldBody } from '../http/body.js';
 import type { RequestContext } from '../http/context.js';
 import type { Identity } from '../http/identity.js';
@@ -72,14 +72,15 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
    * Counts and logs a refusal by its reason code (never a header value), then throws `err`: the
    * stage's own (scheme `none`), or one of a scheme's reasons. Anything else a claim throws goes on.
    */
-  const refuse = (ctx: RequestContext, a: Asked | undefined, err: unknown, reason?: string): never => {
-    const why = reason ?? (err as GatewayError).reason;
-    if (err instanceof GatewayError && why !== undefined && (a === undefined || a.reasons.has(why))) {
+  const refuse = (ctx: RequestContext, a: Asked | undefined, err: unknown): never => {
+    const why = err instanceof GatewayError ? (err.reason ?? CODES[err.code].label) : undefined;
+    if (why !== undefined && (a === undefined || a.reasons.has(why))) {
       metrics.authFailures.inc({ scheme: a?.name ?? 'none', reason: why });
       ctx.log.auth_failure = why;
-      if (err.log) Object.assign(ctx.log, err.log);
+      const { log, status } = err as GatewayError;
+      if (log) Object.assign(ctx.log, log);
       if (a !== undefined) ctx.log.auth_scheme = a.name;
-      if (err.status === 401) ctx.headers.push('WWW-Authenticate', a?.scheme.challenge?.(why) ?? unclaimed);
+      if (status === 401) ctx.headers.push('WWW-Authenticate', a?.scheme.challenge?.(why) ?? unclaimed);
     }
     throw err;
   };
@@ -93,8 +94,7 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   const stage = (ctx: RequestContext): void | Promise<void> => {
     checkDeclaredLength(ctx.req, server.max_body_size);
     const credentials = credentialsOf(ctx.req);
-    if (credentials === undefined)
-      return refuse(ctx, undefined, errors.authTwoComponents(), 'malformed_header');
+    if (credentials === undefined) return refuse(ctx, undefined, errors.authTwoComponents());
     for (const a of asked) {
       let claim: Claim;
       try {
@@ -111,8 +111,8 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
     }
     const { word } = credentials;
     return word === undefined
-      ? refuse(ctx, undefined, errors.notAuthenticated(), 'missing')
-      : refuse(ctx, undefined, errors.authUnknownScheme(word), 'unknown_scheme');
+      ? refuse(ctx, undefined, errors.notAuthenticated())
+      : refuse(ctx, undefined, errors.authUnknownScheme(word));
   };
   const traced: Stage =
     tracing === undefined ? stage : (ctx) => tracing.span('authenticate', 'internal', {}, () => stage(ctx));

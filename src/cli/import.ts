@@ -5,7 +5,6 @@
  * the tables are made to hold exactly what the files hold, and a second run changes nothing.
  */
 import { readFile } from 'node:fs/promises';
-import type pg from 'pg';
 import type { z } from 'zod';
 import { assetGroupTagsFileSchema } from '../backends/asset-group-tags/local.js';
 import {
@@ -19,7 +18,9 @@ import {
 import { GATEWAY_SCHEMA } from '../backends/postgres/schema.js';
 import { migrate } from '../postgres/migrations.js';
 import { ssoProvidersFileSchema } from '../backends/sso-providers/local.js';
-import { type CommandIo, postgresUrl, runCommand, UsageError, withClient } from './postgres.js';
+import { inTransaction } from '../postgres/transaction.js';
+import { CliError } from './error.js';
+import { type CommandIo, postgresUrl, runCommand, withClient } from './postgres.js';
 
 const USAGE = `usage: gateway import --postgres URL [--sso-providers FILE] [--asset-group-tags FILE]
   Loads the local JSON stores into the database (at least one file). Each store's tables are made
@@ -41,7 +42,7 @@ export function runImport(argv: string[], io: CommandIo): Promise<number> {
     const ssoFile = values['sso-providers'];
     const tagsFile = values['asset-group-tags'];
     if (ssoFile === undefined && tagsFile === undefined) {
-      throw new UsageError('give --sso-providers FILE, --asset-group-tags FILE or both');
+      throw CliError.usage('give --sso-providers FILE, --asset-group-tags FILE or both');
     }
     // Every file is read and checked before the database is touched.
     const sso = ssoFile === undefined ? undefined : await load(ssoFile, ssoProvidersFileSchema);
@@ -91,17 +92,5 @@ function named<T>(file: string, make: () => T): T {
     return make();
   } catch (err) {
     throw new Error(`${file}: ${(err as ImportError).message}`, { cause: err });
-  }
-}
-
-async function inTransaction<T>(client: pg.Client, work: () => Promise<T>): Promise<T> {
-  await client.query('BEGIN');
-  try {
-    const result = await work();
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
   }
 }

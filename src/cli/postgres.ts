@@ -6,6 +6,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import pg from 'pg';
 import { clientSettings } from '../postgres/connection.js';
+import { CliError, reportFailure } from './error.js';
 
 /** Where a command writes, and the environment it reads `GATEWAY_POSTGRES_URL` from. */
 export interface CommandIo {
@@ -14,18 +15,15 @@ export interface CommandIo {
   env: Record<string, string | undefined>;
 }
 
-/** A mistake in the command line: its message goes to stderr with the usage, exit 2. */
-export class UsageError extends Error {}
-
 const URL_FORM = /^postgres(ql)?:\/\//;
 
 /** The database URL from `--postgres`, else `GATEWAY_POSTGRES_URL`. */
 export function postgresUrl(flag: string | undefined, env: CommandIo['env']): string {
   const url = flag ?? env.GATEWAY_POSTGRES_URL;
   if (url === undefined || url === '') {
-    throw new UsageError('--postgres URL (or GATEWAY_POSTGRES_URL) is required');
+    throw CliError.usage('--postgres URL (or GATEWAY_POSTGRES_URL) is required');
   }
-  if (!URL_FORM.test(url)) throw new UsageError('--postgres must be a postgres:// URL');
+  if (!URL_FORM.test(url)) throw CliError.usage('--postgres must be a postgres:// URL');
   return url;
 }
 
@@ -43,7 +41,7 @@ export async function withClient<T>(url: string, work: (client: pg.Client) => Pr
 
 /**
  * Runs a command on its parsed options (`--help` prints `usage`): a malformed command line or a
- * `UsageError` is exit 2 with `usage`, any other failure exit 1 with its message.
+ * usage `CliError` is exit 2 with `usage`, any other failure exit 1 with its message.
  */
 export async function runCommand<T>(
   name: string,
@@ -64,7 +62,7 @@ export async function runCommand<T>(
       // The options given describe exactly the fields of T.
       values = parsed.values as unknown as T & { help?: boolean };
     } catch (err) {
-      throw new UsageError((err as Error).message);
+      throw CliError.usage((err as Error).message);
     }
     if (values.help) {
       io.stdout(`${usage}\n`);
@@ -73,11 +71,6 @@ export async function runCommand<T>(
     await command(values);
     return 0;
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.stderr(`gateway ${name}: ${err.message}\n${usage}\n`);
-      return 2;
-    }
-    io.stderr(`gateway ${name}: ${(err as Error).message}\n`);
-    return 1;
+    return reportFailure(err, io.stderr, name, usage);
   }
 }

@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { signatureOf } from '../signing/chain.js';
 import { formatRequestDate, parseRequestDate } from '../signing/request-date.js';
 import { canonicalTokenId } from '../signing/token-id.js';
+import { CliError, reportFailure } from './error.js';
 
 /** Where the command writes, and the environment it reads `GATEWAY_TOKEN_KEY` from. */
 export interface SignIo {
@@ -43,9 +44,6 @@ const OPTIONS = {
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/; // an HTTP method or scheme word (RFC 9110 token)
 
-/** A mistake in the command line: its message goes to stderr with the usage, exit 2. */
-class UsageError extends Error {}
-
 /** Runs `gateway sign` with `argv` (the arguments after `sign`); resolves to the exit code. */
 export async function runSign(argv: string[], io: SignIo): Promise<number> {
   try {
@@ -55,13 +53,13 @@ export async function runSign(argv: string[], io: SignIo): Promise<number> {
       return 0;
     }
     const tokenId = required(values['token-id'], '--token-id');
-    if (canonicalTokenId(tokenId) === undefined) throw new UsageError('--token-id must be a UUID');
+    if (canonicalTokenId(tokenId) === undefined) throw CliError.usage('--token-id must be a UUID');
     const method = required(values.method, '--method');
-    if (!TOKEN.test(method)) throw new UsageError('--method must be an HTTP method such as GET or PATCH');
+    if (!TOKEN.test(method)) throw CliError.usage('--method must be an HTTP method such as GET or PATCH');
     const uri = required(values.uri, '--uri');
     if (!uri.startsWith('/') || /[\s]/.test(uri))
-      throw new UsageError('--uri must be a path starting with "/"');
-    if (!TOKEN.test(values.scheme)) throw new UsageError('--scheme must be a single word');
+      throw CliError.usage('--uri must be a path starting with "/"');
+    if (!TOKEN.test(values.scheme)) throw CliError.usage('--scheme must be a single word');
     const date = values.date ?? formatRequestDate(Date.now());
     checkDate(date);
     const key = await tokenKey(values, io.env);
@@ -70,9 +68,9 @@ export async function runSign(argv: string[], io: SignIo): Promise<number> {
     const files = values.file ?? [];
     const isForm = fields.length > 0 || files.length > 0;
     if (isForm && values.body !== undefined)
-      throw new UsageError('--body cannot be combined with --form/--file');
-    if (isForm && values.out === undefined) throw new UsageError('--out is required with --form/--file');
-    if (!isForm && values.out !== undefined) throw new UsageError('--out is only used with --form/--file');
+      throw CliError.usage('--body cannot be combined with --form/--file');
+    if (isForm && values.out === undefined) throw CliError.usage('--out is required with --form/--file');
+    if (!isForm && values.out !== undefined) throw CliError.usage('--out is only used with --form/--file');
 
     let body: Buffer | undefined;
     let contentType: string | undefined;
@@ -92,14 +90,7 @@ export async function runSign(argv: string[], io: SignIo): Promise<number> {
     io.stdout(`${lines.join('\n')}\n`);
     return 0;
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.stderr(`gateway sign: ${err.message}\n${USAGE}\n`);
-      return 2;
-    }
-    const code = (err as NodeJS.ErrnoException).code;
-    const where = (err as { path?: string }).path;
-    io.stderr(`gateway sign: ${code && where ? `${where}: ${code}` : (err as Error).message}\n`);
-    return 1;
+    return reportFailure(err, io.stderr, 'sign', USAGE);
   }
 }
 
@@ -109,13 +100,13 @@ function parse(argv: string[]) {
   } catch (err) {
     // A stray positional argument may be a key typed in the wrong place: never echo it.
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') throw new UsageError('unexpected argument');
-    throw new UsageError((err as Error).message);
+    if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') throw CliError.usage('unexpected argument');
+    throw CliError.usage((err as Error).message);
   }
 }
 
 function required(value: string | undefined, name: string): string {
-  if (value === undefined || value === '') throw new UsageError(`${name} is required`);
+  if (value === undefined || value === '') throw CliError.usage(`${name} is required`);
   return value;
 }
 
@@ -123,7 +114,7 @@ function checkDate(date: string): void {
   try {
     parseRequestDate(date);
   } catch {
-    throw new UsageError('--date must be an RFC 3339 date-time with a zone');
+    throw CliError.usage('--date must be an RFC 3339 date-time with a zone');
   }
 }
 
@@ -131,14 +122,14 @@ function checkDate(date: string): void {
 async function tokenKey(values: { 'token-key-file'?: string; 'token-key'?: string }, env: SignIo['env']) {
   const file = values['token-key-file'];
   if (file !== undefined && values['token-key'] !== undefined) {
-    throw new UsageError('give --token-key-file or --token-key, not both');
+    throw CliError.usage('give --token-key-file or --token-key, not both');
   }
   const key =
     file !== undefined
       ? (await readFile(file, 'utf8')).replace(/\r?\n$/, '')
       : (values['token-key'] ?? env.GATEWAY_TOKEN_KEY);
   if (key === undefined || key === '') {
-    throw new UsageError('a token key is required: --token-key-file, GATEWAY_TOKEN_KEY or --token-key');
+    throw CliError.usage('a token key is required: --token-key-file, GATEWAY_TOKEN_KEY or --token-key');
   }
   return key;
 }
@@ -157,9 +148,9 @@ async function formBody(fields: string[], files: string[]): Promise<{ body: Buff
   }
   for (const file of files) {
     const [name, at] = split(file, '--file', 'name=@path');
-    if (!at.startsWith('@') || at.length === 1) throw new UsageError('--file must be name=@path');
+    if (!at.startsWith('@') || at.length === 1) throw CliError.usage('--file must be name=@path');
     const filename = path.basename(at.slice(1));
-    if (!safe(filename)) throw new UsageError('--file names a file whose name cannot go in a form');
+    if (!safe(filename)) throw CliError.usage('--file names a file whose name cannot go in a form');
     const type = /\.xml$/i.test(filename) ? 'text/xml' : 'application/octet-stream';
     part(`name="${name}"; filename="${filename}"`, type, await readFile(at.slice(1)));
   }
@@ -170,7 +161,7 @@ async function formBody(fields: string[], files: string[]): Promise<{ body: Buff
 function split(arg: string, flag: string, form: string): [string, string] {
   const eq = arg.indexOf('=');
   const name = eq === -1 ? '' : arg.slice(0, eq);
-  if (name === '' || !safe(name)) throw new UsageError(`${flag} must be ${form}`);
+  if (name === '' || !safe(name)) throw CliError.usage(`${flag} must be ${form}`);
   return [name, arg.slice(eq + 1)];
 }
 

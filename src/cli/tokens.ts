@@ -20,10 +20,10 @@ import {
   reencryptTokens,
   revokeToken,
   rotateToken,
-  TokenAdminError,
 } from '../tokens/admin.js';
 import { Keyring } from '../tokens/seal.js';
-import { type CommandIo, UsageError, withClient } from './postgres.js';
+import { CliError, reportFailure } from './error.js';
+import { type CommandIo, withClient } from './postgres.js';
 import { printIssued, printList } from './tokens-output.js';
 
 const USAGE = `usage: gateway tokens COMMAND --config FILE [options]
@@ -84,7 +84,7 @@ export async function runTokens(argv: string[], io: CommandIo): Promise<number> 
     }
     const spec = COMMANDS[command];
     if (spec === undefined)
-      throw new UsageError(command ? `unknown command "${command}"` : 'a command is required');
+      throw CliError.usage(command ? `unknown command "${command}"` : 'a command is required');
     let values: Values & { help?: boolean };
     let positionals: string[];
     try {
@@ -95,7 +95,7 @@ export async function runTokens(argv: string[], io: CommandIo): Promise<number> 
         strict: true,
       }));
     } catch (err) {
-      throw new UsageError((err as Error).message);
+      throw CliError.usage((err as Error).message);
     }
     if (values.help) {
       io.stdout(`${USAGE}\n`);
@@ -103,21 +103,21 @@ export async function runTokens(argv: string[], io: CommandIo): Promise<number> 
     }
     for (const name of Object.keys(values)) {
       if (name !== 'config' && name !== 'help' && !spec.options.includes(name as keyof Values)) {
-        throw new UsageError(`--${name} is not an option of "tokens ${command}"`);
+        throw CliError.usage(`--${name} is not an option of "tokens ${command}"`);
       }
     }
     if (positionals.length !== (spec.id ? 1 : 0)) {
-      throw new UsageError(
+      throw CliError.usage(
         spec.id ? `"tokens ${command}" takes one token ID` : `unexpected argument "${positionals[0]}"`,
       );
     }
     const id = spec.id ? tokenId(positionals[0] as string) : '';
-    if (values.config === undefined) throw new UsageError('--config FILE is required');
+    if (values.config === undefined) throw CliError.usage('--config FILE is required');
     const run = prepare(command, values, id);
     const config = load(values.config);
     const store = config.auth.signature.token_store;
     if (store === undefined) {
-      throw new TokenAdminError(`${values.config} configures no auth.signature.token_store`);
+      throw new CliError(`${values.config} configures no auth.signature.token_store`);
     }
     const keyring = new Keyring(store.encryption_key, store.previous_encryption_keys);
     await withClient(store.url, async (client) => {
@@ -126,12 +126,8 @@ export async function runTokens(argv: string[], io: CommandIo): Promise<number> 
     });
     return 0;
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.stderr(`gateway tokens: ${err.message}\n${USAGE}\n`);
-      return 2;
-    }
-    io.stderr(`gateway tokens${command ? ` ${command}` : ''}: ${(err as Error).message}\n`);
-    return 1;
+    const usage = err instanceof CliError && err.exitCode === 2;
+    return reportFailure(err, io.stderr, usage || !command ? 'tokens' : `tokens ${command}`, USAGE);
   }
 }
 
@@ -143,8 +139,8 @@ function prepare(command: string, values: Values, id: string): Run {
   switch (command) {
     case 'create': {
       const subject = values.subject?.trim();
-      if (!subject) throw new UsageError('--subject S is required');
-      if (values.permissions === undefined) throw new UsageError('--permissions P[,P...] is required');
+      if (!subject) throw CliError.usage('--subject S is required');
+      if (values.permissions === undefined) throw CliError.usage('--permissions P[,P...] is required');
       const permissions = permissionList(values.permissions);
       const name = values.name === undefined ? null : values.name;
       const expiresIn =
@@ -197,9 +193,7 @@ function prepare(command: string, values: Values, id: string): Run {
         const r = await reencryptTokens(client, keyring);
         io.stdout(`${r.reencrypted} reencrypted, ${r.current} already under the current key\n`);
         if (r.failed.length > 0) {
-          throw new TokenAdminError(
-            `these tokens do not decrypt and were left as they are: ${r.failed.join(', ')}`,
-          );
+          throw new CliError(`these tokens do not decrypt and were left as they are: ${r.failed.join(', ')}`);
         }
       };
   }
@@ -207,7 +201,7 @@ function prepare(command: string, values: Values, id: string): Run {
 
 function tokenId(value: string): string {
   const id = canonicalTokenId(value);
-  if (id === undefined) throw new UsageError(`token ID must be a UUID`);
+  if (id === undefined) throw CliError.usage(`token ID must be a UUID`);
   return id;
 }
 
@@ -223,7 +217,7 @@ function permissionList(value: string): string[] {
   const known = PERMISSIONS as readonly string[];
   const unknown = list.filter((p) => !known.includes(p));
   if (unknown.length > 0) {
-    throw new UsageError(`unknown permission ${unknown.join(', ')} (known: ${PERMISSIONS.join(', ')})`);
+    throw CliError.usage(`unknown permission ${unknown.join(', ')} (known: ${PERMISSIONS.join(', ')})`);
   }
   return list;
 }
@@ -233,7 +227,7 @@ function duration(value: string, option: string, min: number): number {
   const days = /^(\d+(?:\.\d+)?)\s*d$/.exec(value.trim());
   const ms = days ? Math.round(Number(days[1]) * 86_400_000) : parseDuration(value);
   if (ms === undefined || ms < min) {
-    throw new UsageError(`${option} must be a duration such as 30s, 10m, 24h or 90d`);
+    throw CliError.usage(`${option} must be a duration such as 30s, 10m, 24h or 90d`);
   }
   return ms;
 }
@@ -242,7 +236,7 @@ function load(file: string): Config {
   try {
     return loadConfigFile(file);
   } catch (err) {
-    if (err instanceof ConfigError) throw new TokenAdminError(`${file}: ${err.message}`);
+    if (err instanceof ConfigError) throw new CliError(`${file}: ${err.message}`);
     throw err;
   }
 }

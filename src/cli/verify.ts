@@ -10,7 +10,9 @@ import { parseArgs } from 'node:util';
 import { signatureSteps } from '../signing/chain.js';
 import { formatRequestDate as rfc3339, parseRequestDate } from '../signing/request-date.js';
 import { canonicalTokenId } from '../signing/token-id.js';
+import { CliError, reportFailure } from './error.js';
 import type { SignIo } from './sign.js';
+import { targetSpellings } from './target-spellings.js';
 
 const USAGE = `usage: gateway verify --token-id ID (--token-key-file F | env GATEWAY_TOKEN_KEY)
                       --method M --uri U --date D --signature S [--body FILE]
@@ -30,9 +32,6 @@ const OPTIONS = {
 } as const;
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/; // an HTTP method (RFC 9110 token)
-
-/** A mistake in the command line: its message goes to stderr with the usage, exit 2. */
-class UsageError extends Error {}
 
 /** What a client may have signed instead of the request it sent. */
 interface Variant {
@@ -55,19 +54,19 @@ export async function runVerify(argv: string[], io: SignIo): Promise<number> {
       return 0;
     }
     const tokenId = required(values['token-id'], '--token-id');
-    if (canonicalTokenId(tokenId) === undefined) throw new UsageError('--token-id must be a UUID');
+    if (canonicalTokenId(tokenId) === undefined) throw CliError.usage('--token-id must be a UUID');
     const method = required(values.method, '--method');
-    if (!TOKEN.test(method)) throw new UsageError('--method must be an HTTP method such as GET or PATCH');
+    if (!TOKEN.test(method)) throw CliError.usage('--method must be an HTTP method such as GET or PATCH');
     const uri = required(values.uri, '--uri');
     if (!uri.startsWith('/') || /\s/.test(uri))
-      throw new UsageError('--uri must be the target as sent, from "/"');
+      throw CliError.usage('--uri must be the target as sent, from "/"');
     const date = required(values.date, '--date');
     let instant: number;
     let offset: number;
     try {
       ({ at: instant, offset } = parseRequestDate(date));
     } catch {
-      throw new UsageError('--date must be the RequestDate value as sent (RFC 3339 with a zone)');
+      throw CliError.usage('--date must be the RequestDate value as sent (RFC 3339 with a zone)');
     }
     const given = required(values.signature, '--signature');
     const key = await tokenKey(values['token-key-file'], io.env);
@@ -110,18 +109,14 @@ export async function runVerify(argv: string[], io: SignIo): Promise<number> {
     );
     return 1;
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.stderr(`gateway verify: ${err.message}\n${USAGE}\n`);
-      return 2;
-    }
-    const code = (err as NodeJS.ErrnoException).code;
-    const where = (err as { path?: string }).path;
-    io.stderr(`gateway verify: ${code && where ? `${where}: ${code}` : (err as Error).message}\n`);
-    return 1;
+    return reportFailure(err, io.stderr, 'verify', USAGE);
   }
 }
 
-/** The usual mistakes: the query, the neighbouring hours, the hour in UTC, an empty body, the method's case. */
+/**
+ * The usual mistakes: the query, another spelling of the target, the neighbouring hours, the hour in
+ * UTC, an empty body, the method's case.
+ */
 function mistakes(sent: Variant, instant: number, offset: number): Variant[] {
   const out: Variant[] = [];
   const q = sent.target.indexOf('?');
@@ -141,6 +136,9 @@ function mistakes(sent: Variant, instant: number, offset: number): Variant[] {
       target: `${sent.target}?`,
     });
   }
+  // Another spelling of the same target: encoded otherwise, or the path as the gateway's 301 cleans it.
+  const tried = out.map((v) => v.target);
+  for (const spelling of targetSpellings(sent.target, tried)) out.push({ ...sent, ...spelling });
   for (const [step, which] of [
     [-1, 'before'],
     [1, 'after'],
@@ -205,13 +203,13 @@ function parse(argv: string[]) {
   } catch (err) {
     // A stray positional argument may be a key typed in the wrong place: never echo it.
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') throw new UsageError('unexpected argument');
-    throw new UsageError((err as Error).message);
+    if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') throw CliError.usage('unexpected argument');
+    throw CliError.usage((err as Error).message);
   }
 }
 
 function required(value: string | undefined, name: string): string {
-  if (value === undefined || value === '') throw new UsageError(`${name} is required`);
+  if (value === undefined || value === '') throw CliError.usage(`${name} is required`);
   return value;
 }
 
@@ -220,7 +218,7 @@ async function tokenKey(file: string | undefined, env: SignIo['env']): Promise<s
   const key =
     file !== undefined ? (await readFile(file, 'utf8')).replace(/\r?\n$/, '') : env.GATEWAY_TOKEN_KEY;
   if (key === undefined || key === '') {
-    throw new UsageError(
+    throw CliError.usage(
       'a token key is required: --token-key-file F or the environment variable GATEWAY_TOKEN_KEY',
     );
   }

@@ -1,9 +1,11 @@
 /**
  * The cluster primary's workers: forks them, forks again one that dies (after a back-off that grows
  * while its slot keeps failing, so that a worker unable to start does not spin), and stops them all.
+ * A connection handed to a worker that dies before taking it is closed (see handoff.ts).
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from '../observability/logger.js';
+import { watchHandoffs } from './handoff.js';
 
 export interface Pool {
   /**
@@ -23,6 +25,16 @@ export interface Pool {
   stop(signal: NodeJS.Signals, deadline: number): Promise<boolean>;
 }
 
+export interface PoolOptions {
+  /** Called each time a worker that died is replaced. */
+  restarted?: () => void;
+  /**
+   * Test only (`GATEWAY_TEST_KILL_ON_HANDOFF`): this many times, each while every worker listens,
+   * the worker just handed a connection is killed with SIGKILL, the worst moment for a worker to die.
+   */
+  killsOnHandoff?: number;
+}
+
 /** Back-off before forking a slot again: doubles per failure from the first, up to the max. */
 const BACKOFF_FIRST = 100;
 const BACKOFF_MAX = 10_000;
@@ -32,13 +44,14 @@ const STABLE_AFTER = 10_000;
 interface State {
   readonly slot: number;
   listeningAt?: number;
+  /** Killed by the test-only hook. */
+  killed?: boolean;
 }
 
-/**
- * A pool of `count` workers running this same command (see `cluster.setupPrimary`); `restarted` is
- * called each time a worker that died is replaced.
- */
-export function createPool(count: number, logger: Logger, restarted: () => void = () => {}): Pool {
+/** A pool of `count` workers running this same command (see `cluster.setupPrimary`). */
+export function createPool(count: number, logger: Logger, options: PoolOptions = {}): Pool {
+  const { restarted = () => {} } = options;
+  let kills = options.killsOnHandoff ?? 0;
   const live = new Map<Worker, State>();
   const failures = new Array<number>(count).fill(0);
   const restarts = new Set<NodeJS.Timeout>();
@@ -58,6 +71,15 @@ export function createPool(count: number, logger: Logger, restarted: () => void 
     const state: State = { slot };
     live.set(worker, state);
     const who = () => ({ worker: worker.id, pid: worker.process.pid });
+    watchHandoffs(worker, () => {
+      // Never the last worker listening: node:cluster closes the port once no worker is left.
+      if (kills === 0 || state.killed || listening().filter((w) => !live.get(w)?.killed).length < count)
+        return;
+      kills--;
+      state.killed = true;
+      logger.warn(who(), 'test hook: killing the worker just handed a connection');
+      worker.process.kill('SIGKILL');
+    });
     worker.on('error', (err) => logger.warn({ ...who(), err }, 'worker channel error'));
     worker.on('listening', ({ port }) => {
       state.listeningAt = Date.now();

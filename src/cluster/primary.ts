@@ -37,15 +37,26 @@ const STOP_MARGIN = 5_000;
 /** Keys the workers cannot change by reloading: the primary owns them. */
 const PRIMARY_KEYS = ['server.workers', 'admin.host', 'admin.port'] as const;
 
+/** Options of the primary that no configuration file sets. */
+export interface PrimaryOptions {
+  /** Test only: see `PoolOptions.killsOnHandoff`. */
+  killsOnHandoff?: number;
+}
+
 /** Runs the primary for the configuration file `file`; resolves with the exit code once stopped. */
-export async function runPrimary(file: string, config: Config, count: number): Promise<number> {
+export async function runPrimary(
+  file: string,
+  config: Config,
+  count: number,
+  options: PrimaryOptions = {},
+): Promise<number> {
   const logger = createLogger(config.logging.level);
   let grace = config.server.shutdown_grace;
   let draining = false;
   cluster.setupPrimary({ serialization: 'advanced' });
   const asker = createAsker(ASK_TIMEOUT);
   const own = createPrimaryMetrics();
-  const pool = createPool(count, logger, own.restarted);
+  const pool = createPool(count, logger, { restarted: own.restarted, ...options });
   // The primary's own series (the admin listener's TLS), combined with the workers' aggregate.
   const ownTls = tlsMetrics(own.shared);
   const secret = ticketSecret();

@@ -3,6 +3,7 @@
  * exactly one stage, named beside it; later stages only read it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ErrorCode } from '../errors.js';
 import type { Identity } from './identity.js';
 import type { RequestTrace } from '../observability/tracing/tracing.js';
 import type { HeldBody } from './body.js';
@@ -75,6 +76,8 @@ export class RequestLine {
   upstream_ms: number | undefined = undefined;
   upstream_request_id: string | undefined = undefined;
   reason: string | undefined = undefined;
+  /** The stable code (`GW_…`) of the error the gateway answered with; none on a relayed answer. */
+  error_code: ErrorCode | undefined = undefined;
   err: unknown = undefined;
 }
 

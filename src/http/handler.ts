@@ -161,8 +161,10 @@ export function createHandler(parts: HandlerParts): RequestHandler {
     // `close` comes once: `on`, without the wrapper `once` makes per request.
     res.on('close', () => finish(ctx, part));
     if (parts.faulted()) {
+      const faulted = errors.faulted();
       ctx.log.reason = 'faulted';
-      writeError(ctx, errors.faulted());
+      ctx.log.error_code = faulted.code;
+      writeError(ctx, faulted);
       part();
       return;
     }
@@ -242,5 +244,6 @@ function fail(ctx: RequestContext, err: unknown): void {
   const error = toGatewayError(err, ctx.deadline);
   if (error.status >= 500 && error.status !== 504) ctx.log.err = err;
   if (error.reason) ctx.log.reason = error.reason;
+  ctx.log.error_code = error.code;
   if (!ctx.res.destroyed) writeError(ctx, error);
 }

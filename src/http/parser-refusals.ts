@@ -47,6 +47,7 @@ export function answerParserRefusals(server: Server, deps: { logger: Logger; met
         bytes_out: bytesOut,
         ...(read.user_agent === undefined ? {} : { user_agent: read.user_agent }),
         reason,
+        error_code: error.code,
       },
       'request',
     );

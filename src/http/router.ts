@@ -147,6 +147,22 @@ function cleaned(raw: readonly string[], decoded: readonly string[]): string | u
 }
 
 /**
+ * `target` with its path cleaned as a `301` from the gateway would clean it, the query as sent;
+ * undefined when the path needs no cleaning or would be refused (`gateway verify` tries it).
+ */
+export function cleanedTarget(target: string): string | undefined {
+  const q = target.indexOf('?');
+  const path = q === -1 ? target : target.slice(0, q);
+  try {
+    const { raw, decoded } = checkTarget(target, path);
+    const clean = cleaned(raw, decoded);
+    return clean === undefined ? undefined : clean + target.slice(path.length);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The route for `method` and the decoded path `segments`. Throws 404 for an unknown path and 405
  * (with `Allow`) for a known path with another method; with `passthrough`, both are the pass-through
  * route instead when the path is under `/api/v2`.

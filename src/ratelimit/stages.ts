@@ -83,7 +83,7 @@ function identityLimit(
       if (reply[1 + 2 * i] === 0) count.limited.inc();
     });
     ctx.log.rate_limit_policy = name;
-    throw errors.rateLimited(t);
+    throw errors.rateLimited(t, name);
   };
   return (ctx) => {
     const applied = byOperation[(ctx.route as NonNullable<RequestContext['route']>).operation];
@@ -115,7 +115,7 @@ function addressLimit(
     }
     counts.limited.inc();
     ctx.log.rate_limit_policy = 'unauthenticated';
-    throw errors.rateLimited(resetSeconds(reply[2] as number));
+    throw errors.rateLimited(resetSeconds(reply[2] as number), 'unauthenticated');
   };
   /** Counts a refusal of the authenticate stage, then passes it on. */
   const failed = (ctx: RequestContext, err: unknown): Promise<never> => {

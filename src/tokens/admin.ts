@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ClientBase } from 'pg';
+import { inTransaction } from '../postgres/transaction.js';
 import { TOKEN_COLUMNS, type TokenRow } from './schema.js';
 import { type BoundFields, type Keyring, newTokenKey, type TokenSecrets, UnsealError } from './seal.js';
 
@@ -29,18 +30,6 @@ const boundOf = (row: Pick<TokenRow, 'id' | 'subject' | 'permissions' | 'expires
   permissions: row.permissions,
   expiresAt: row.expires_at?.getTime() ?? null,
 });
-
-async function inTransaction<T>(client: ClientBase, work: () => Promise<T>): Promise<T> {
-  await client.query('BEGIN');
-  try {
-    const result = await work();
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  }
-}
 
 /** The row of `id`, locked for the rest of the transaction; a `TokenAdminError` when there is none. */
 async function lockRow(client: ClientBase, id: string): Promise<TokenRow> {

@@ -142,7 +142,7 @@ t.test('the error translation', async (t) => {
   t.equal(translate(other, signal), other, 'anything else stays itself');
   t.equal(translate('odd', signal), 'odd');
   const c = new AbortController();
-  c.abort(new GatewayError(504, 'request', 'request timed out'));
+  c.abort(new GatewayError('GW_DEADLINE_EXCEEDED', 'request', 'request timed out'));
   t.equal(translate(sqlError('57014'), c.signal), c.signal.reason, 'a cancel after an abort is the abort');
 });
 
@@ -297,7 +297,7 @@ if (await requirePostgres(t)) {
 
     const refused = sessionOn(t, withPort(ADMIN_URL, await closedPort()));
     const controller = new AbortController();
-    const reason = new GatewayError(504, 'request', 'request timed out');
+    const reason = new GatewayError('GW_DEADLINE_EXCEEDED', 'request', 'request timed out');
     controller.abort(reason);
     await t.rejects(refused.session.query('SELECT 1', [], controller.signal), reason);
     t.same(refused.events, [], 'an abort says nothing of the database');
@@ -346,7 +346,7 @@ if (await requirePostgres(t)) {
 
     t.test('work that fails is rolled back and its connection reused', async (t) => {
       const pid = await s.pid();
-      const failure = new GatewayError(400, 'x', 'refused by the work');
+      const failure = new GatewayError('GW_ID_MALFORMED', 'x', 'refused by the work');
       await t.rejects(
         s.session.transaction(never(), async (query) => {
           await query('INSERT INTO items VALUES (2)');

@@ -217,22 +217,116 @@ t.test('usage mistakes exit 2; an unreadable file exits 1', async (t) => {
   t.match(missing.stderr, '/no/such/file: ENOENT');
 });
 
+/** `gateway verify` as a user runs it: the built command in a process of its own. */
+function cli(o: Parameters<typeof args>[0]) {
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), 'verify', ...args(o)], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, GATEWAY_TOKEN_KEY: KEY },
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
 t.test('npx gateway verify runs from the command line', async (t) => {
   const signature = '6whyP01X+e/ZGiOpDLsN+WpzY6uIh9//Igyi2vgpqG4=';
-  const run = (uri: string) =>
-    spawnSync(
-      process.execPath,
-      [
-        path.join(ROOT, 'dist', 'cli.js'),
-        'verify',
-        ...args({ method: 'GET', uri, date: '2024-01-01T10:15:00Z', signature }),
-      ],
-      { encoding: 'utf8', env: { PATH: process.env.PATH, GATEWAY_TOKEN_KEY: KEY } },
-    );
+  const run = (uri: string) => cli({ method: 'GET', uri, date: '2024-01-01T10:15:00Z', signature });
   const ok = run('/api/v2/asset-group-tags/1/members/42?x=1');
-  t.equal(ok.status, 0, ok.stderr);
+  t.equal(ok.code, 0, ok.stderr);
   t.match(ok.stdout, 'result: the signature matches');
   const wrong = run('/api/v2/asset-group-tags/1/members/42?x=2');
-  t.equal(wrong.status, 1);
+  t.equal(wrong.code, 1);
   t.match(wrong.stdout, 'none of them matches');
+});
+
+t.test('a target signed in another spelling than the one sent: the spelling is named', async (t) => {
+  const date = '2024-01-01T10:15:00Z';
+  const member = '/api/v2/asset-group-tags/1/members/42';
+  // [what, the target the client signed, the target it sent, the conclusion expected]
+  const cases: Array<[string, string, string, RegExp]> = [
+    [
+      'a query signed before percent-encoding',
+      `${member}?q=svc sql`,
+      `${member}?q=svc%20sql`,
+      /the client signed the target before percent-encoding \(\/api\/v2\/asset-group-tags\/1\/members\/42\?q=svc sql\): sign the target exactly as sent, after percent-encoding it/,
+    ],
+    [
+      'a path signed before the HTTP library encoded a character of it',
+      '/api/v2/sso-providers/7',
+      '/api/v2/sso%2Dproviders/7',
+      /the client signed the target before percent-encoding \(\/api\/v2\/sso-providers\/7\)/,
+    ],
+    [
+      'a query whose spaces were sent as "+" (a form encoder) but signed as spaces',
+      `${member}?q=svc sql`,
+      `${member}?q=svc+sql`,
+      /the client signed the target before percent-encoding, with "\+" in the query as a space \(.*\?q=svc sql\)/,
+    ],
+    [
+      "encodeURI's spelling signed, another encoder's sent",
+      encodeURI(`${member}?name=O'Brien & co`),
+      `${member}?name=O%27Brien%20%26%20co`,
+      /the client signed the target re-encoded as encodeURI would \(.*\?name=O'Brien%20&%20co\): sign the target exactly as sent: the HTTP library percent-encodes it otherwise/,
+    ],
+    [
+      'upper-case hex digits signed, lower-case sent',
+      `${member}?path=a%2Fb`,
+      `${member}?path=a%2fb`,
+      /the client signed the target with upper-case percent-escapes \(.*\?path=a%2Fb\): .*%2f and %2F differ/,
+    ],
+    [
+      'lower-case hex digits signed, upper-case sent',
+      `${member}?path=a%2fb%3a`,
+      `${member}?path=a%2Fb%3A`,
+      /the client signed the target with lower-case percent-escapes \(.*\?path=a%2fb%3a\)/,
+    ],
+    [
+      '"+" signed, "%20" sent',
+      `${member}?q=svc+sql&r=1`,
+      `${member}?q=svc%20sql&r=1`,
+      /the client signed the target with "\+" and "%20" swapped in the query \(.*\?q=svc\+sql&r=1\)/,
+    ],
+    [
+      'the path signed, a "//" from a base URL ending in "/" sent',
+      `${member}?x=1`,
+      `/${member}?x=1`,
+      /the client signed the path cleaned \(\/api\/v2\/asset-group-tags\/1\/members\/42\?x=1\): .*which the gateway answers with 301/,
+    ],
+    [
+      'the path signed, dot segments (one encoded) and a "//" sent',
+      '/api/v2/sso-providers/7/',
+      '/api/v2/./x/%2e%2E//sso-providers//7/',
+      /the client signed the path cleaned \(\/api\/v2\/sso-providers\/7\/\)/,
+    ],
+  ];
+  for (const [what, signedTarget, sentTarget, expected] of cases) {
+    const r = cli({
+      method: 'GET',
+      uri: sentTarget,
+      date,
+      signature: computeSignature(KEY, 'GET', signedTarget, date),
+    });
+    t.equal(r.code, 1, what);
+    t.match(
+      r.stdout,
+      `step 1: HMAC-SHA256(token key, method + target, nothing between)\n  input:  GET${sentTarget}\n`,
+    );
+    t.match(r.stdout, expected, what);
+    t.equal(r.stdout.match(/: matches\n/g)?.length, 1, `${what}: one spelling matches`);
+    t.notMatch(r.stdout + r.stderr, KEY, 'never the key');
+  }
+  // The same captured request, signed as sent, is a match: no spelling is tried.
+  const sent = `${member}?q=svc%20sql&path=a%2fb`;
+  const ok = cli({ method: 'GET', uri: sent, date, signature: computeSignature(KEY, 'GET', sent, date) });
+  t.equal(ok.code, 0, ok.stderr);
+  t.match(ok.stdout, 'result: the signature matches');
+  t.notMatch(ok.stdout, 'trying the usual mistakes');
+  // Signed with another key: no spelling explains it.
+  const other = cli({
+    method: 'GET',
+    uri: sent,
+    date,
+    signature: computeSignature('other-key', 'GET', sent, date),
+  });
+  t.equal(other.code, 1);
+  t.match(other.stdout, /the target before percent-encoding \(.*\): no\n/);
+  t.match(other.stdout, 'none of them matches: the key or the body differs');
 });

@@ -160,7 +160,7 @@ t.test('the deadline rejects with its own reason and removes the spooled file', 
   socket.write('partial');
   await until(() => readdirSync(s.dir).length === 1);
   t.equal(readdirSync(s.dir).length, 1, 'spooling');
-  const reason = new GatewayError(504, 'request', 'request timed out');
+  const reason = new GatewayError('GW_DEADLINE_EXCEEDED', 'request', 'request timed out');
   controller.abort(reason);
   const o = await s.next();
   if ('error' in o) t.equal(o.error, reason);
@@ -170,7 +170,7 @@ t.test('the deadline rejects with its own reason and removes the spooled file', 
 
 t.test('an already fired deadline rejects at once', async (t) => {
   const controller = new AbortController();
-  const reason = new GatewayError(504, 'request', 'request timed out');
+  const reason = new GatewayError('GW_DEADLINE_EXCEEDED', 'request', 'request timed out');
   controller.abort(reason);
   const s = await serve(t, { controller });
   s.open('POST / HTTP/1.1\r\nContent-Length: 3');
