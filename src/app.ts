@@ -24,6 +24,7 @@ import { createHandler } from './http/handler.js';
 import { listenOn } from './http/listen.js';
 import type { Pipeline } from './http/stage.js';
 import { createAdminHandler } from './observability/admin.js';
+import { type Check, checkReady } from './observability/checks.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { loadTracing } from './observability/tracing/load.js';
@@ -77,7 +78,7 @@ interface Runtime {
   /** Backends reachable and key sources loaded. */
   ready(): boolean;
   /** Each readiness check by name (`keys`, each identity provider, each backend), for /readyz. */
-  checks(): Record<string, boolean | string>;
+  checks(): Record<string, Check>;
   /** The identity providers' key sources. */
   keySources(): KeySourceInfo[];
   /** Stops what this configuration runs (backends, key refreshes). */
@@ -147,7 +148,7 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
     },
   });
   /** What must be ready besides the key sources (whose own rule says which provider is required). */
-  const stores = (): Record<string, boolean> => ({
+  const stores = (): Record<string, Check> => ({
     ...backends.checks(),
     ...tokens.checks(),
     ...(passthrough && { passthrough: passthrough.ready?.() ?? true }),
@@ -163,7 +164,8 @@ async function buildRuntime(config: Config, instance: Instance, previous?: Runti
     pipeline,
     addressing: createClientAddressing(config.server),
     tokens,
-    ready: () => authenticate.ready() && Object.values(stores()).every(Boolean) && (limits?.ready() ?? true),
+    ready: () =>
+      authenticate.ready() && Object.values(stores()).every(checkReady) && (limits?.ready() ?? true),
     checks,
     keySources: () => authenticate.sources(),
     async close() {

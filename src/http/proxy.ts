@@ -92,6 +92,8 @@ interface InFlight {
   answered(proxyRes: IncomingMessage, res: ServerResponse): void;
   /** The outgoing request has a socket: bound its connect by `connect_timeout`. */
   connecting(socket: Socket): void;
+  /** The upstream switched protocols unasked: its socket, detached from the agent. */
+  upgraded(socket: Socket): void;
 }
 
 /** The relay to the service at `config.url`, labelled `passthrough`. */
@@ -118,6 +120,8 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
     if (state === undefined) return;
     state.outgoing = proxyReq;
     state.connecting(socket);
+    // Node hands a 101 that names a protocol to `upgrade`, never to `response`: nobody asked for one.
+    proxyReq.once('upgrade', (_res: IncomingMessage, upgraded: Socket) => state.upgraded(upgraded));
   });
   proxy.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse) => {
     const state = inFlight.get(req);
@@ -192,6 +196,10 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
             config.connect_timeout,
           );
           socket.once('connect', () => clearTimeout(connectTimer));
+        },
+        upgraded(socket) {
+          socket.destroy();
+          fail(errors.upstreamBadAnswer('status'));
         },
         answered(proxyRes, out) {
           clearTimeout(waiting);

@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
+import { type Check, checkText } from './checks.js';
 
 /** What `/metrics` serves: the app's registry, or (cluster primary) one aggregating the workers'. */
 export interface MetricsSource {
@@ -14,12 +15,12 @@ export interface MetricsSource {
 /**
  * The `request` listener of the admin server; `ready()` says whether the gateway takes traffic (a
  * promise when the answer comes from the cluster's workers; a rejection is "not ready"), and
- * `checks()`, when given, says which part is ready by name (true, false, or why not).
+ * `checks()`, when given, says which part is ready by name (see `Check`).
  */
 export function createAdminHandler(
   metrics: MetricsSource,
   ready: () => boolean | Promise<boolean>,
-  checks?: () => Record<string, boolean | string>,
+  checks?: () => Record<string, Check>,
 ) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '').split('?')[0];
@@ -37,13 +38,7 @@ export function createAdminHandler(
             // Which part is not ready: each upstream, database and key source by name.
             ...(checks
               ? {
-                  checks: Object.fromEntries(
-                    // A string says why a part is not ready (a discovery document at jwks_url).
-                    Object.entries(checks()).map(([k, v]) => [
-                      k,
-                      typeof v === 'string' ? v : v ? 'ok' : 'not ready',
-                    ]),
-                  ),
+                  checks: Object.fromEntries(Object.entries(checks()).map(([k, v]) => [k, checkText(v)])),
                 }
               : {}),
           }),

@@ -5,6 +5,7 @@
 import client from 'prom-client';
 import { tlsMetrics } from './tls-metrics.js';
 import { buildInfo } from './build.js';
+import { type Check, checkReady } from './checks.js';
 import { zeroCounters } from './zero-counters.js';
 import { DurationHistogram } from './durations.js';
 import { latencyBuckets } from './labels.js';
@@ -24,12 +25,14 @@ export function createMetrics(options: MetricsOptions = {}) {
   const registers = [registry];
   const buckets = latencyBuckets(options.maxWait ?? 300);
   // What /readyz checks, by name (set by the app for the configuration serving).
-  let readiness: () => Record<string, boolean | string> = () => ({});
+  let readiness: () => Record<string, Check> = () => ({});
   // The open PostgreSQL pools (issue 6), each adding its counts; read at scrape time, so a pool
   // closed by a reload simply stops counting.
   const storePools = new Set<() => StorePoolCounts>();
   // The token registry of each configuration (issue 18): the newest one is the one serving.
   const tokenSources = new Set<() => TokenCounts>();
+  // Each open token store's `staleSince` (the newest is the one serving).
+  const tokenStores = new Set<() => number | undefined>();
   /** Requests answered since the last scrape, by label set (see `requestRecorder`). */
   const requestCounts = new Set<RequestCount>();
   /** Requests in flight: counted per request as a plain number, set on the gauge when scraped. */
@@ -186,6 +189,18 @@ export function createMetrics(options: MetricsOptions = {}) {
       },
     }),
     tokenStoreReloads,
+    tokenStores,
+    tokenStoreStale: new client.Gauge({
+      name: 'gateway_token_store_stale_seconds',
+      help: 'How long the token store has been unreachable, from its last successful read (0 when current).',
+      // Across cluster workers: the stalest.
+      aggregator: 'max',
+      registers,
+      collect() {
+        const since = [...tokenStores].at(-1)?.();
+        this.set(since === undefined ? 0 : Math.max(0, (Date.now() - since) / 1000));
+      },
+    }),
     tokenStoreNotifyLag: new client.Histogram({
       name: 'gateway_token_store_notify_lag_seconds',
       help: 'From a change of a token row in the database to this process holding it (notified changes).',
@@ -238,11 +253,11 @@ export function createMetrics(options: MetricsOptions = {}) {
       registers,
       collect() {
         this.reset();
-        for (const [check, ok] of Object.entries(readiness())) this.set({ check }, ok === true ? 1 : 0);
+        for (const [check, ok] of Object.entries(readiness())) this.set({ check }, checkReady(ok) ? 1 : 0);
       },
     }),
     /** Names what `gateway_ready` reports: the checks of the configuration serving. */
-    readiness(checks: () => Record<string, boolean | string>) {
+    readiness(checks: () => Record<string, Check>) {
       readiness = checks;
     },
   };

@@ -5,6 +5,7 @@
  */
 import { createTokenRegistry, type TokenRegistry } from './registry.js';
 import type { Config } from '../config/schema.js';
+import type { Check } from '../observability/checks.js';
 import { openTokenStore, type TokenStore, type TokenStoreDeps } from './store.js';
 
 /** The tokens of one configuration. */
@@ -13,8 +14,11 @@ export interface Tokens {
   readonly store: TokenStore | undefined;
   /** False only until the store (when configured) has read every token once. */
   ready(): boolean;
-  /** `token_store` for /readyz, when configured. */
-  checks(): Record<string, boolean>;
+  /**
+   * `token_store` for /readyz, when configured: not ready until the first read, then ready, and
+   * `stale since <RFC 3339>` (still ready: the held tokens serve) while the store cannot be reached.
+   */
+  checks(): Record<string, Check>;
   close(): Promise<void>;
 }
 
@@ -34,7 +38,14 @@ export function openTokens(
     registry,
     store,
     ready: () => store?.ready() ?? true,
-    checks: (): Record<string, boolean> => (store ? { token_store: store.ready() } : {}),
+    checks(): Record<string, Check> {
+      if (!store) return {};
+      const since = store.ready() ? store.staleSince() : undefined;
+      return {
+        token_store:
+          since === undefined ? store.ready() : { degraded: `stale since ${new Date(since).toISOString()}` },
+      };
+    },
     async close() {
       registry.close();
       await store?.close();

@@ -3,6 +3,7 @@
  * only when the row changes. A row that does not open is kept as unreadable (it still overrides a
  * YAML token of the same id, and is refused), logged by id only.
  */
+import type { Logger } from '../observability/logger.js';
 import type { TokenRow } from './schema.js';
 import { type Keyring, type TokenSecrets, UnsealError } from './seal.js';
 
@@ -83,5 +84,54 @@ export class RowReader {
   /** Forgets a row that is gone. */
   forget(id: string): void {
     this.#opened.delete(id);
+  }
+}
+
+/** The tokens a store holds now, by canonical id, and the subscribers told of each change. */
+export class HeldTokens {
+  readonly tokens = new Map<string, StoreToken>();
+  readonly #listeners = new Set<(ids: readonly string[]) => void>();
+  readonly #reader: RowReader;
+  readonly #log: Logger;
+
+  constructor(reader: RowReader, log: Logger) {
+    this.#reader = reader;
+    this.#log = log;
+  }
+
+  /** Calls `listener` with the ids whose token changed, appeared or went; returns an unsubscribe. */
+  subscribe(listener: (ids: readonly string[]) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Takes rows (all of them, or those of `ids`) as what is held and tells the subscribers; returns
+   * how many of the rows do not open.
+   */
+  apply(rows: readonly TokenRow[], ids: readonly string[] | 'all'): number {
+    const held = this.tokens;
+    const seen = new Set<string>();
+    const changed: string[] = [];
+    let unreadable = 0;
+    for (const row of rows) {
+      seen.add(row.id);
+      const read = this.#reader.read(row);
+      if (read.token.unreadable) unreadable++;
+      if (read.failure)
+        this.#log.error({ token_id: row.id, why: read.failure.why }, 'token does not decrypt; skipped');
+      if (read.changed) {
+        held.set(row.id, read.token);
+        changed.push(row.id);
+      }
+    }
+    for (const id of ids === 'all' ? [...held.keys()] : ids) {
+      if (seen.has(id) || !held.has(id)) continue;
+      held.delete(id);
+      this.#reader.forget(id);
+      changed.push(id);
+    }
+    if (changed.length > 0) for (const l of this.#listeners) l(changed);
+    return unreadable;
   }
 }

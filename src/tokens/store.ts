@@ -12,7 +12,8 @@ import { checkSchema, migrate, type Schema } from '../postgres/migrations.js';
 import type { TokenStoreConfig } from '../config/token-store.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import { RowReader, type StoreToken } from './rows.js';
+import { Freshness } from './freshness.js';
+import { HeldTokens, RowReader, type StoreToken } from './rows.js';
 import { TOKEN_COLUMNS, type TokenRow, TOKENS_SCHEMA_SQL } from './schema.js';
 import { Keyring } from './seal.js';
 import { UsageWriter } from './usage.js';
@@ -23,6 +24,11 @@ export type { StoreToken } from './rows.js';
 export interface TokenStore {
   /** True once every token has been read once (then for good: the held tokens keep working). */
   ready(): boolean;
+  /**
+   * When the store cannot be reached (once loaded): the instant of its last successful read, Unix
+   * ms; undefined while the held tokens are current.
+   */
+  staleSince(): number | undefined;
   /** The tokens held now, by canonical id. */
   tokens(): ReadonlyMap<string, StoreToken>;
   /** Calls `listener` with the ids whose token changed, appeared or went; returns an unsubscribe. */
@@ -49,6 +55,10 @@ const BACKOFF_FIRST = 100;
 const BACKOFF_MAX = 5_000;
 /** How long a stop waits for the last uses to be written. */
 const CLOSE_FLUSH = 1_000;
+/** The longest a lost database goes unnoticed by `/readyz` (or `poll`, when sooner). */
+const NOTICE_WITHIN = 2_000;
+/** A read of the table itself: the database answers, and this user may still read the tokens. */
+const PROBE = 'SELECT 1 FROM gateway_tokens LIMIT 1';
 
 /** Opens the store; it connects and loads in the background (see `ready()`). */
 export function openTokenStore(config: TokenStoreConfig, deps: TokenStoreDeps): TokenStore {
@@ -66,8 +76,7 @@ export function openTokenStore(config: TokenStoreConfig, deps: TokenStoreDeps): 
   pool.on('connect', (client) => client.on('error', () => undefined));
   const usage = new UsageWriter(pool, config.last_used_interval, log);
 
-  const held = new Map<string, StoreToken>();
-  const listeners = new Set<(ids: readonly string[]) => void>();
+  const held = new HeldTokens(reader, log);
   let loaded = false;
   let closed = false;
   let holders = 1;
@@ -77,6 +86,12 @@ export function openTokenStore(config: TokenStoreConfig, deps: TokenStoreDeps): 
   let retry: NodeJS.Timeout | undefined;
   let backoff = BACKOFF_FIRST;
   let lastProblem: string | undefined;
+  // Probed four times per notice period: a refusal shows at the next probe, a silence once a probe
+  // has waited two periods (so a slow answer on a busy host is not taken for a lost database).
+  const every = Math.min(config.poll, NOTICE_WITHIN) / 4;
+  const freshness = new Freshness(2 * every);
+  const staleSince = () => (loaded ? freshness.staleSince() : undefined);
+  metrics.tokenStores.add(staleSince);
 
   const problem = (err: unknown, what: string) => {
     const message = (err as Error).message;
@@ -84,47 +99,30 @@ export function openTokenStore(config: TokenStoreConfig, deps: TokenStoreDeps): 
     lastProblem = message;
   };
 
-  /** Takes rows (all of them, or those of `ids`) as what the store holds; tells the subscribers. */
+  /** Takes rows (all of them, or those of `ids`) as what the store holds, and counts the read. */
   const apply = (rows: TokenRow[], ids: readonly string[] | 'all') => {
-    const seen = new Set<string>();
-    const changed: string[] = [];
-    let unreadable = 0;
-    for (const row of rows) {
-      seen.add(row.id);
-      const read = reader.read(row);
-      if (read.token.unreadable) unreadable++;
-      if (read.failure)
-        log.error({ token_id: row.id, why: read.failure.why }, 'token does not decrypt; skipped');
-      if (read.changed) {
-        held.set(row.id, read.token);
-        changed.push(row.id);
-      }
-    }
-    for (const id of ids === 'all' ? [...held.keys()] : ids) {
-      if (seen.has(id) || !held.has(id)) continue;
-      held.delete(id);
-      reader.forget(id);
-      changed.push(id);
-    }
-    metrics.tokenStoreReloads.inc({ result: unreadable > 0 ? 'error' : 'ok' });
-    if (changed.length > 0) for (const l of listeners) l(changed);
+    metrics.tokenStoreReloads.inc({ result: held.apply(rows, ids) > 0 ? 'error' : 'ok' });
   };
 
   const loadAll = async () => {
+    const startedAt = Date.now();
     const { rows } = await pool.query<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM gateway_tokens`);
     apply(rows, 'all');
+    freshness.read(startedAt, true);
     lastProblem = undefined;
-    if (!loaded) log.info({ tokens: held.size }, 'token store loaded');
+    if (!loaded) log.info({ tokens: held.tokens.size }, 'token store loaded');
     loaded = true;
   };
 
   const loadSome = async (ids: string[]) => {
+    const startedAt = Date.now();
     const { rows } = await pool.query<TokenRow & { lag: number }>(
       `SELECT ${TOKEN_COLUMNS}, extract(epoch FROM clock_timestamp() - changed_at)::float8 AS lag
          FROM gateway_tokens WHERE id = ANY($1::uuid[])`,
       [ids],
     );
     apply(rows, ids);
+    freshness.read(startedAt, false);
     for (const row of rows) metrics.tokenStoreNotifyLag.observe(Math.max(0, row.lag));
   };
 
@@ -145,6 +143,7 @@ export function openTokenStore(config: TokenStoreConfig, deps: TokenStoreDeps): 
             await (all ? loadAll() : loadSome(ids));
           } catch (err) {
             metrics.tokenStoreReloads.inc({ result: 'error' });
+            freshness.failed();
             problem(err, 'token store unavailable; the tokens held keep working');
             everything = true;
             schedule();
@@ -179,6 +178,7 @@ export function openTokenStore(config: TokenStoreConfig, deps: TokenStoreDeps): 
   const lose = (client: pg.Client, err?: Error) => {
     if (listener !== client) return;
     listener = undefined;
+    freshness.failed();
     client.end().catch(() => undefined);
     if (closed) return;
     log.warn({ err: err?.message }, 'token store connection lost; reconnecting');
@@ -227,6 +227,7 @@ export function openTokenStore(config: TokenStoreConfig, deps: TokenStoreDeps): 
     } catch (err) {
       if (listener === client) listener = undefined;
       client.end().catch(() => undefined);
+      freshness.failed();
       metrics.tokenStoreReloads.inc({ result: 'error' });
       problem(err, 'token store unavailable; the tokens held keep working');
       schedule();
@@ -248,23 +249,31 @@ export function openTokenStore(config: TokenStoreConfig, deps: TokenStoreDeps): 
 
   const poll = setInterval(() => {
     if (!listener) return void reconnect();
-    // The listening connection may have died silently: a statement proves it, or it is replaced.
-    const client = listener;
-    client.query('SELECT 1').catch((err: Error) => lose(client, err));
     void reloadAll();
   }, config.poll);
   poll.unref();
+  // The database may refuse new connections and leave the listening one alive, or that one may have
+  // died silently: both are probed. Not current, it is read in full as soon as it answers.
+  const probe = setInterval(() => {
+    const client = listener;
+    if (!client || connecting) return void reconnect();
+    if (!freshness.current) return void reloadAll();
+    freshness
+      .probe(() =>
+        Promise.all([client.query('SELECT 1').catch((err: Error) => lose(client, err)), pool.query(PROBE)]),
+      )
+      .catch((err: unknown) => problem(err, 'token store unavailable; the tokens held keep working'));
+  }, every);
+  probe.unref();
   const flush = setInterval(() => void usage.flush(), Math.min(config.last_used_interval, 5_000));
   flush.unref();
   void reconnect();
 
   const store: TokenStore = {
     ready: () => loaded,
-    tokens: () => held,
-    subscribe(l) {
-      listeners.add(l);
-      return () => listeners.delete(l);
-    },
+    staleSince,
+    tokens: () => held.tokens,
+    subscribe: (l) => held.subscribe(l),
     touch: (id) => usage.touch(id),
     matches: (other) => JSON.stringify(other) === JSON.stringify(config),
     retain() {
@@ -275,6 +284,8 @@ export function openTokenStore(config: TokenStoreConfig, deps: TokenStoreDeps): 
       if (closed || --holders > 0) return;
       closed = true;
       clearInterval(poll);
+      clearInterval(probe);
+      metrics.tokenStores.delete(staleSince);
       clearInterval(flush);
       clearTimeout(retry);
       await Promise.allSettled([connecting, syncing]);

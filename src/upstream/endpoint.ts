@@ -202,7 +202,8 @@ export function kindOf(err: unknown): string {
   if (err instanceof undici.ResponseExceededMaxSizeError) return 'too_large';
   if (err instanceof undici.HTTPParserError || err instanceof undici.ResponseContentLengthMismatchError)
     return 'protocol';
-  if (err instanceof undici.SocketError) return 'reset';
+  // A 101 naming a protocol nobody asked for: undici says so only in the message.
+  if (err instanceof undici.SocketError) return err.message === 'bad upgrade' ? 'status' : 'reset';
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && code.startsWith('HPE_')) return 'protocol';
   if (code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'connect';

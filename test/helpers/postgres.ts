@@ -152,14 +152,20 @@ export interface Proxy {
   readonly port: number;
   stop(): Promise<void>;
   start(): Promise<void>;
+  /** Stops carrying bytes either way on every connection, the connections left open (a silent database). */
+  freeze(): void;
+  /** Carries them again, what was held included. */
+  thaw(): void;
 }
 
 /** Starts a proxy on a free port forwarding to the host and port of `url`; closed when `t` ends. */
 export async function startProxy(t: Test, url: string): Promise<Proxy> {
   const target = new URL(url);
   const sockets = new Set<Socket>();
+  let frozen = false;
   const server = createServer((client) => {
     const upstream = connect(Number(target.port || 5432), target.hostname);
+    if (frozen) for (const s of [client, upstream]) s.pause();
     for (const s of [client, upstream]) {
       sockets.add(s);
       s.on('close', () => sockets.delete(s));
@@ -185,7 +191,19 @@ export async function startProxy(t: Test, url: string): Promise<Proxy> {
     await closed;
   };
   t.teardown(() => (server.listening ? stop() : undefined));
-  return { port, stop, start: () => listen(port) };
+  return {
+    port,
+    stop,
+    start: () => listen(port),
+    freeze() {
+      frozen = true;
+      for (const s of sockets) s.pause();
+    },
+    thaw() {
+      frozen = false;
+      for (const s of sockets) s.resume();
+    },
+  };
 }
 
 /** `url` pointing at `port` on 127.0.0.1 instead (a proxy, or a port where nothing listens). */

@@ -48,6 +48,7 @@ t.test('every counter with fixed labels is exported at 0 from the first scrape',
     t.equal(value(text, `gateway_config_reloads_total{result="${result}"}`), 0, result);
   }
   t.equal(value(text, 'gateway_requests_in_flight'), 0);
+  t.equal(value(text, 'gateway_token_store_stale_seconds'), 0, 'no token store: never stale');
   t.notMatch(text, /^gateway_requests_total\{/m, 'code series appear with their first answer');
 });
 

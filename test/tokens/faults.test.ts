@@ -11,6 +11,7 @@ import t, { type Test } from 'tap';
 import { stringify } from 'yaml';
 import { baseConfig, merge, startGateway, type TestGateway, TOKENS } from '../helpers/gateway.js';
 import {
+  ADMIN_URL,
   createDatabase,
   createSchema,
   requirePostgres,
@@ -18,13 +19,14 @@ import {
   startProxy,
   withPort,
 } from '../helpers/postgres.js';
-import { createToken, get, tokensCli, tokenStore, until } from '../helpers/tokens.js';
+import { createToken, get, metric, tokensCli, tokenStore, until } from '../helpers/tokens.js';
 
 const status = async (gw: TestGateway, token: Parameters<typeof get>[1]) => (await get(gw, token)).status;
 const readyz = async (gw: TestGateway) => {
   const res = await fetch(`${gw.adminUrl}/readyz`);
   return { status: res.status, body: (await res.json()) as { checks: Record<string, string> } };
 };
+const metrics = async (gw: TestGateway) => (await fetch(`${gw.adminUrl}/metrics`)).text();
 
 async function gatewayOn(t: Test, url: string, over: Record<string, unknown> = {}): Promise<TestGateway> {
   const gw = await startGateway({ auth: { signature: { token_store: tokenStore(url, over) } } });
@@ -80,6 +82,110 @@ if (await requirePostgres(t)) {
       t.ok(gw.logs.some((l) => l.msg === 'token store connection lost; reconnecting'));
     },
   );
+
+  t.test(
+    'the database refusing new connections, the LISTEN one alive: /readyz says since when the tokens are stale',
+    async (t) => {
+      // A database of its own: it is the one made to refuse connections.
+      const url = await createDatabase(t);
+      const name = new URL(url).pathname.slice(1);
+      const gw = await gatewayOn(t, url);
+      await until('loaded', async () => (await readyz(gw)).status === 200);
+      const tok = await createToken(gw.configFile, 'held');
+      // Held, seen without a request (a verified one would write last_used_at on the pool).
+      await until('held', async () => metric(await metrics(gw), 'gateway_tokens{source="store"}') === 1);
+      t.equal((await readyz(gw)).body.checks.token_store, 'ok');
+      t.equal(
+        metric(await metrics(gw), 'gateway_token_store_stale_seconds'),
+        0,
+        'the gauge is 0 while current',
+      );
+
+      const sessions = 'FROM pg_stat_activity WHERE datname = $1 AND application_name = $2';
+      const listening = await sql(ADMIN_URL, `SELECT pid ${sessions}`, [name, 'bh-gateway tokens listen']);
+      t.equal(listening.length, 1, 'one LISTEN connection');
+      await sql(ADMIN_URL, `ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+      t.teardown(() => sql(ADMIN_URL, `ALTER DATABASE ${name} ALLOW_CONNECTIONS true`));
+      // The pool's sessions cut, each with its last statement, when it began and whether it was over.
+      const cut = await sql<{ query: string; query_start: Date; state: string }>(
+        ADMIN_URL,
+        `SELECT query, query_start, state, pg_terminate_backend(pid) ${sessions}`,
+        [name, 'bh-gateway tokens'],
+      );
+      const cutAt = performance.now();
+      t.ok(cut.length >= 1, `${cut.length} pool sessions cut`);
+      // Nothing was verified, so nothing was written: the latest statement is a read of the table.
+      const reads = cut.filter((c) => /^\s*SELECT\b[\s\S]*\bgateway_tokens\b/.test(c.query));
+      t.ok(reads.length >= 1, 'the latest statements were reads of the store');
+      const lastRead = Math.max(...reads.map((c) => c.query_start.getTime()));
+      // A read cut while it ran never succeeded: then the last good one is the probe before it.
+      const within = cut.every((c) => c.state === 'idle') ? 1_000 : 2_500;
+
+      const stale = /^stale since (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)$/;
+      let check = '';
+      await until('the store is noticed stale', async () =>
+        stale.test((check = (await readyz(gw)).body.checks.token_store ?? '')),
+      );
+      const noticed = performance.now() - cutAt;
+      t.ok(noticed < 2_000, `noticed after ${Math.round(noticed)} ms (poll is 30 s)`);
+      const since = Date.parse(stale.exec(check)?.[1] ?? '');
+      t.ok(
+        since <= lastRead && lastRead - since < within,
+        `${check}: the last successful read (${new Date(lastRead).toISOString()} by the database's clock)`,
+      );
+      const ready = await readyz(gw);
+      t.equal(ready.status, 200, '/readyz stays 200');
+      t.match(ready.body.checks.token_store, stale);
+      const text = await metrics(gw);
+      t.ok(metric(text, 'gateway_token_store_stale_seconds') > 0, 'the gauge says it is stale');
+      t.ok(
+        metric(text, 'gateway_token_store_stale_seconds') <= (Date.now() - since) / 1000,
+        'since that read',
+      );
+      t.equal(metric(text, 'gateway_ready{check="token_store"}'), 1, 'gateway_ready stays 1');
+      t.equal(await status(gw, tok), 200, 'the held token verifies');
+      t.same(
+        await sql(ADMIN_URL, `SELECT pid ${sessions}`, [name, 'bh-gateway tokens listen']),
+        listening,
+        'the LISTEN connection stayed',
+      );
+
+      await sql(ADMIN_URL, `ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+      const back = await until(
+        'current again',
+        async () => (await readyz(gw)).body.checks.token_store === 'ok',
+      );
+      t.ok(back < 2_000, `ok again after ${Math.round(back)} ms`);
+      t.equal(metric(await metrics(gw), 'gateway_token_store_stale_seconds'), 0, 'the gauge is 0 again');
+      t.equal((await readyz(gw)).status, 200);
+    },
+  );
+
+  t.test('a database that stops answering: stale within 2 s, ok again once it answers', async (t) => {
+    const url = await createSchema(t, database);
+    const proxy = await startProxy(t, url);
+    const gw = await gatewayOn(t, withPort(url, proxy.port));
+    await until('loaded', async () => (await readyz(gw)).status === 200);
+    t.equal((await readyz(gw)).body.checks.token_store, 'ok');
+
+    // Every connection open and silent: no statement fails before its 10 s bound.
+    proxy.freeze();
+    const frozenAt = performance.now();
+    await until('noticed', async () => (await readyz(gw)).body.checks.token_store !== 'ok');
+    const noticed = performance.now() - frozenAt;
+    t.ok(noticed < 2_000, `noticed after ${Math.round(noticed)} ms (poll is 30 s)`);
+    const ready = await readyz(gw);
+    t.equal(ready.status, 200);
+    t.match(ready.body.checks.token_store, /^stale since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    t.ok(metric(await metrics(gw), 'gateway_token_store_stale_seconds') > 0);
+
+    proxy.thaw();
+    const thawedAt = performance.now();
+    await until('ok again', async () => (await readyz(gw)).body.checks.token_store === 'ok');
+    const back = performance.now() - thawedAt;
+    t.ok(back < 2_000, `ok again after ${Math.round(back)} ms`);
+    t.equal(metric(await metrics(gw), 'gateway_token_store_stale_seconds'), 0);
+  });
 
   t.test('pg_terminate_backend of every gateway connection: it recovers without a restart', async (t) => {
     const url = await createSchema(t, database);

@@ -16,6 +16,7 @@ function memoryStore(initial: StoreToken[]) {
   const touched: string[] = [];
   const store: TokenStore = {
     ready: () => true,
+    staleSince: () => undefined,
     tokens: () => held,
     subscribe(l) {
       listeners.add(l);

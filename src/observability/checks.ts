@@ -1,0 +1,18 @@
+/**
+ * One readiness check, as `/readyz` shows it and `gateway_ready` counts it: `true` (ok), `false`
+ * (not ready), a string (not ready, and why), or `{ degraded }` (ready, the part still serves, but
+ * not `ok`: what is wrong). A degraded part keeps the gateway ready and its `gateway_ready` at 1.
+ */
+export type Check = boolean | string | { readonly degraded: string };
+
+/** Whether `check` lets the gateway take traffic. */
+export function checkReady(check: Check): boolean {
+  return check === true || typeof check === 'object';
+}
+
+/** What `/readyz` says of `check`. */
+export function checkText(check: Check): string {
+  if (typeof check === 'string') return check;
+  if (typeof check === 'object') return check.degraded;
+  return check ? 'ok' : 'not ready';
+}
