@@ -18,7 +18,7 @@ import { valueAt } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { configWarnings } from './config/warnings.js';
 import { createClientAddressing, type ClientAddressing } from './http/client-address.js';
-import { DeadlineClock } from './http/deadline.js';
+import { DeadlineClock } from './http/deadline-clock.js';
 import { answerParserRefusals } from './http/parser-refusals.js';
 import { createHandler } from './http/handler.js';
 import { listenOn } from './http/listen.js';

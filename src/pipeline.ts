@@ -7,7 +7,9 @@
 import { authorize } from './auth/authorize.js';
 import type { Config } from './config/schema.js';
 import type { RequestContext } from './http/context.js';
-import { type DeadlineClock, preferredWait, startDeadline } from './http/deadline.js';
+import { startDeadline } from './http/deadline.js';
+import type { DeadlineClock } from './http/deadline-clock.js';
+import { preferredWait } from './http/prefer.js';
 import { singleHeaders } from './http/headers.js';
 import { type OperationId, routeRequest } from './http/router.js';
 import type { Pipeline, Stage, Stages } from './http/stage.js';

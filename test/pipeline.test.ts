@@ -10,7 +10,7 @@ import t, { type Test } from 'tap';
 import { createAuthenticate } from '../src/auth/authenticate.js';
 import { parseConfig } from '../src/config/load.js';
 import { createClientAddressing } from '../src/http/client-address.js';
-import { DeadlineClock } from '../src/http/deadline.js';
+import { DeadlineClock } from '../src/http/deadline-clock.js';
 import { createHandler } from '../src/http/handler.js';
 import { sendJson } from '../src/http/respond.js';
 import { createLogger } from '../src/observability/logger.js';
