@@ -31,7 +31,7 @@ import { loadTracing } from './observability/tracing/load.js';
 import type { Tracing } from './observability/tracing/tracing.js';
 import { createAssetGroupTagMember } from './operations/asset-group-tag-member.js';
 import { createCollectorChecksum } from './operations/collector-checksum.js';
-import { createPassthroughOperation } from './operations/passthrough.js';
+import { createPassthroughOperation } from './operations/passthrough/index.js';
 import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
 import { createPipeline } from './pipeline.js';
 import { createRateLimits, RateLimitCounts } from './ratelimit/index.js';

@@ -11,14 +11,14 @@ import { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { ProxyServer } from 'http-proxy-3';
-import { errors } from '../errors.js';
-import { openUpstreamTls } from '../tls/upstream.js';
-import { relayableStatus, upstreamRequestId } from '../upstream/answer.js';
-import type { UpstreamConfig } from '../config/upstream.js';
-import { clientAttributes, createEndpoint, type UpstreamDeps } from '../upstream/endpoint.js';
-import type { ForwardedRequest } from '../upstream/forwarded.js';
-import type { RequestContext } from './context.js';
-import { pipe, writeHead } from './respond.js';
+import { errors } from '../../errors.js';
+import { openUpstreamTls } from '../../tls/upstream.js';
+import { relayableStatus, upstreamRequestId } from '../../upstream/answer.js';
+import type { UpstreamConfig } from '../../config/upstream.js';
+import { clientAttributes, createEndpoint, type UpstreamDeps } from '../../upstream/endpoint.js';
+import type { ForwardedRequest } from '../../upstream/forwarded.js';
+import type { RequestContext } from '../../http/context.js';
+import { pipe, writeHead } from '../../http/respond.js';
 
 /** Forwards a request and relays its answer. */
 export interface ProxyRelay {

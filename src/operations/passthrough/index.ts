@@ -3,11 +3,11 @@
  * permission, forwarded to the service unchanged (contract §5), so that the gateway can stand in
  * front of the whole API. It relays HTTP by nature: the relay holds the live request and response.
  */
-import { backendCall } from '../http/forwarded.js';
-import { createProxyRelay } from '../http/proxy.js';
-import type { UpstreamConfig } from '../config/upstream.js';
-import type { UpstreamDeps } from '../upstream/endpoint.js';
-import type { Operation } from './operation.js';
+import { backendCall } from '../../http/forwarded.js';
+import { createProxyRelay } from './relay.js';
+import type { UpstreamConfig } from '../../config/upstream.js';
+import type { UpstreamDeps } from '../../upstream/endpoint.js';
+import type { Operation } from '../operation.js';
 
 /** The pass-through to the service of `config`. */
 export function createPassthroughOperation(config: UpstreamConfig, deps: UpstreamDeps): Operation {
