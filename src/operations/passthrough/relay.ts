@@ -6,7 +6,7 @@
  * all as on every other upstream path), and the deadline is a real deadline (`proxyTimeout` is only
  * an idle timer).
  */
-import { Agent as HttpAgent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -19,6 +19,8 @@ import { clientAttributes, createEndpoint, type UpstreamDeps } from '../../upstr
 import type { ForwardedRequest } from '../../upstream/forwarded.js';
 import type { RequestContext } from '../../http/context.js';
 import { pipe, writeHead } from '../../http/respond.js';
+import { OUTGOING, type Outgoing, outgoingAgent } from './agent.js';
+import { answerHeaders, droppedHeaders } from './headers.js';
 
 /** Forwards a request and relays its answer. */
 export interface ProxyRelay {
@@ -36,54 +38,7 @@ export interface ProxyRelay {
   close(): Promise<void>;
 }
 
-/** Headers that describe one connection only (RFC 9110 §7.6.1), never forwarded. */
-const HOP_BY_HOP = [
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'expect',
-];
-/** Headers the gateway sets itself: a client's own values never go out. */
-const GATEWAY_SET = [
-  'authorization',
-  'requestdate',
-  'signature',
-  'x-gateway-subject',
-  'prefer',
-  'content-length',
-  'x-request-id',
-  'traceparent',
-  'x-forwarded-for',
-  'x-forwarded-proto',
-  'x-forwarded-host',
-];
-/** Forwarding headers a client may not set unless it is a trusted proxy. */
-const UNTRUSTED = ['forwarded', 'x-real-ip', 'x-client-ip', 'true-client-ip'];
-/** Headers some frameworks route by: never forwarded. */
-const REROUTING = [
-  'x-original-url',
-  'x-rewrite-url',
-  'x-http-method-override',
-  'x-http-method',
-  'x-method-override',
-];
-
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
-
-/** What the agent is told of each outgoing request before any byte of it is written. */
-const OUTGOING = Symbol('outgoing request line and dropped headers');
-interface Outgoing {
-  /** The request line's target: the URL's path prefix and the client's raw target. */
-  readonly path: string;
-  /** Incoming headers that must not go out (the proxy copies the rest). */
-  readonly dropped: readonly string[];
-}
 
 /** One forwarded request, as the proxy's events see it. */
 interface InFlight {
@@ -253,75 +208,4 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
       );
     });
   }
-}
-
-/**
- * A keep-alive agent that sets each outgoing request's line and headers before any byte of it is
- * written. http-proxy-3 builds the outgoing path through a URL parser (`{x}` becomes `%7Bx%7D`, a
- * bare `?` is dropped) and copies every incoming header; the agent receives each request
- * synchronously from its constructor, so what it sets here is what goes out, whether or not a
- * pooled connection is free.
- */
-function outgoingAgent(https: boolean, options: { keepAlive: boolean; maxSockets: number }): HttpAgent {
-  const agent = https ? new HttpsAgent(options) : new HttpAgent(options);
-  const addRequest = (agent as unknown as AddRequest).addRequest;
-  (agent as unknown as AddRequest).addRequest = function (req, requestOptions) {
-    const outgoing = requestOptions[OUTGOING] as Outgoing | undefined;
-    if (outgoing !== undefined) {
-      req.path = outgoing.path;
-      for (const name of outgoing.dropped) req.removeHeader(name);
-    }
-    return addRequest.call(this, req, requestOptions);
-  };
-  return agent;
-}
-
-interface AddRequest {
-  addRequest(req: ClientRequest, options: Record<string | symbol, unknown>): void;
-}
-
-/**
- * The incoming headers that must not go out: hop-by-hop ones, those named in `Connection`,
- * rerouting ones, the ones the gateway sets itself when it sets no value of its own (`ours` replace
- * the client's), and, unless the peer is a trusted proxy, every other forwarding header.
- */
-function droppedHeaders(req: IncomingMessage, peerTrusted: boolean, ours: Record<string, string>): string[] {
-  const dropped = [...HOP_BY_HOP, ...REROUTING, ...listedIn(req.headers.connection)];
-  for (const name of GATEWAY_SET) if (!(name in ours)) dropped.push(name);
-  if (!peerTrusted) {
-    for (const name of Object.keys(req.headers)) {
-      if (name in ours) continue;
-      if (name.startsWith('x-forwarded-') || UNTRUSTED.includes(name)) dropped.push(name);
-    }
-  }
-  return dropped;
-}
-
-/**
- * The headers of the upstream's answer that go to the client: all but the hop-by-hop ones, those
- * named in its `Connection`, and its `RequestID` (ours stays; its own comes back as
- * `X-Upstream-RequestID`) and `Preference-Applied` (ours stays); with `limited` (the gateway's rate
- * limits applied), its own `RateLimit*` headers too (ours replace them).
- */
-function answerHeaders(proxyRes: IncomingMessage, id: string | undefined, limited: boolean): string[] {
-  const dropped = new Set([
-    ...HOP_BY_HOP,
-    ...listedIn(proxyRes.headers.connection),
-    'requestid',
-    'preference-applied',
-  ]);
-  const out: string[] = [];
-  const raw = proxyRes.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    const lower = name.toLowerCase();
-    if (dropped.has(lower) || (limited && lower.startsWith('ratelimit'))) continue;
-    out.push(name, raw[i + 1] as string);
-  }
-  if (id !== undefined) out.push('X-Upstream-RequestID', id);
-  return out;
-}
-
-function listedIn(connection: string | string[] | undefined): string[] {
-  return typeof connection === 'string' ? connection.split(',').map((h) => h.trim().toLowerCase()) : [];
 }
