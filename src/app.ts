@@ -1,42 +1,27 @@
 /**
- * createApp(config): wires the logger, metrics, backends and pipeline into an API server and an admin
- * server. No `listen()` happens here until asked, so tests run the real app in process on port 0.
+ * createApp(config): the gateway's lifecycle. It makes what outlives a configuration (logger,
+ * metrics, TLS listeners), builds the configuration's runtime (`runtime.ts`) and serves it on an API
+ * server and an admin server; it swaps a new runtime in on reload, and drains on close. No `listen()`
+ * happens until asked, so tests run the real app in process on port 0.
  */
-import { constants } from 'node:fs';
-import { access } from 'node:fs/promises';
-import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import type { DestinationStream } from 'pino';
-import { createAuthenticate } from './auth/authenticate.js';
-import { FileLocks } from './backends/file-locks.js';
-import { createBackends } from './backends/index.js';
-import { GATEWAY_SCHEMA } from './backends/postgres/schema.js';
-import type { KeySourceInfo } from './auth/jwt.js';
 import { KeySources } from './auth/key-sources.js';
+import { FileLocks } from './backends/file-locks.js';
 import { valueAt } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { configWarnings } from './config/warnings.js';
-import { createClientAddressing, type ClientAddressing } from './http/client-address.js';
+import { createApiServer } from './http/api-server.js';
 import { DeadlineClock } from './http/deadline-clock.js';
-import { answerParserRefusals } from './http/parser-refusals.js';
 import { createHandler } from './http/handler.js';
 import { listenOn } from './http/listen.js';
-import type { Pipeline } from './http/stage.js';
 import { createAdminHandler } from './observability/admin.js';
-import { type Check, checkReady } from './observability/checks.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { loadTracing } from './observability/tracing/load.js';
-import type { Tracing } from './observability/tracing/tracing.js';
-import { createAssetGroupTagMember } from './operations/asset-group-tag-member.js';
-import { createCollectorChecksum } from './operations/collector-checksum.js';
-import { createPassthroughOperation } from './operations/passthrough/index.js';
-import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
-import { createPipeline } from './pipeline.js';
-import { createRateLimits, RateLimitCounts } from './ratelimit/index.js';
+import { RateLimitCounts } from './ratelimit/index.js';
+import { buildRuntime, type Instance, type Runtime } from './runtime.js';
 import { listenerServer, openListenersTls } from './tls/listeners.js';
-import { openTokens, type Tokens } from './tokens/index.js';
 
 export interface App {
   readonly logger: Logger;
@@ -69,110 +54,6 @@ export interface AppOptions {
   worker?: number;
   /** In a cluster worker: the TLS session ticket secret the primary hands to every worker. */
   ticketSecret?: Buffer;
-}
-
-/** What one configuration builds; replaced whole on reload. */
-interface Runtime {
-  readonly config: Config;
-  readonly tokens: Tokens;
-  /** Backends reachable and key sources loaded. */
-  ready(): boolean;
-  /** Each readiness check by name (`keys`, each identity provider, each backend), for /readyz. */
-  checks(): Record<string, Check>;
-  /** The identity providers' key sources. */
-  keySources(): KeySourceInfo[];
-  /** Stops what this configuration runs (backends, key refreshes). */
-  close(): Promise<void>;
-  readonly pipeline: Pipeline;
-  /** How each request's client address is found (`server.trusted_proxies`). */
-  readonly addressing: ClientAddressing;
-}
-
-/** What outlives a configuration: the app instance's logger, metrics and per-file write turns. */
-interface Instance {
-  readonly logger: Logger;
-  readonly metrics: Metrics;
-  readonly fileLocks: FileLocks;
-  /** Identity providers' last good keys, kept across reloads (a reload with the source unchanged). */
-  readonly keySources: KeySources;
-  /** The timer wheel of the requests' deadlines. */
-  readonly clock: DeadlineClock;
-  /** The memory rate-limit store's counts, kept across reloads. */
-  readonly rateLimitCounts: RateLimitCounts;
-  /** Spans of requests and backend calls (`tracing`, which takes a restart); absent when off. */
-  readonly tracing?: Tracing;
-}
-
-async function buildRuntime(config: Config, instance: Instance, previous?: Runtime): Promise<Runtime> {
-  const { logger, metrics, keySources, tracing } = instance;
-  const tmpDir = config.server.tmp_dir ?? tmpdir();
-  await access(tmpDir, constants.W_OK).catch((err: Error) => {
-    throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
-  });
-  const backends = await createBackends(config, instance);
-  const tokens = openTokens(
-    config.auth.signature,
-    { logger, metrics, schema: GATEWAY_SCHEMA },
-    previous?.tokens,
-  );
-  const authenticate = createAuthenticate({
-    tokens: tokens.registry,
-    logger,
-    keySources,
-    auth: config.auth,
-    server: config.server,
-    metrics,
-    tmpDir,
-    ...(tracing && { tracing }),
-  });
-  const passthrough =
-    config.passthrough &&
-    createPassthroughOperation(config.passthrough, { metrics, logger, ...(tracing && { tracing }) });
-  const limits =
-    config.rate_limits &&
-    (await createRateLimits(config.rate_limits, { logger, metrics, counts: instance.rateLimitCounts }));
-  const pipeline = createPipeline({
-    ...(limits && { rateLimits: limits.stages }),
-    prefer: config.prefer,
-    clock: instance.clock,
-    authenticate,
-    operations: {
-      GetCollectorChecksum: createCollectorChecksum({ backend: backends.collectors }),
-      UpdateSSOProvider: createSsoProviderUpdate({
-        backend: backends.ssoProviders,
-        forms: config.forms,
-        logger,
-      }),
-      GetAssetGroupTagMember: createAssetGroupTagMember({ backend: backends.assetGroupTags }),
-      ...(passthrough && { passthrough }),
-    },
-  });
-  /** What must be ready besides the key sources (whose own rule says which provider is required). */
-  const stores = (): Record<string, Check> => ({
-    ...backends.checks(),
-    ...tokens.checks(),
-    ...(passthrough && { passthrough: passthrough.ready?.() ?? true }),
-  });
-  const checks = () => ({
-    keys: authenticate.ready(),
-    ...authenticate.checks(),
-    ...stores(),
-    ...limits?.checks(),
-  });
-  return {
-    config,
-    pipeline,
-    addressing: createClientAddressing(config.server),
-    tokens,
-    ready: () =>
-      authenticate.ready() && Object.values(stores()).every(checkReady) && (limits?.ready() ?? true),
-    checks,
-    keySources: () => authenticate.sources(),
-    async close() {
-      authenticate.close();
-      await Promise.allSettled([backends.close(), tokens.close(), passthrough?.close?.(), limits?.close()]);
-    },
-  };
 }
 
 /** Builds the gateway for `config`. Throws when a backend cannot start (e.g. a malformed data file). */
@@ -221,32 +102,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     draining: () => draining,
     faulted: () => faulted,
   });
-  const server = listenerServer(
-    tls.api,
-    {
-      maxHeaderSize: config.server.max_header_size,
-      // The deadline and the body idle timeout bound a request; Node's own timer only checks headers.
-      requestTimeout: 0,
-      headersTimeout: config.server.headers_timeout,
-      // Node checks headersTimeout every 30 s by default, far coarser than the timeout itself.
-      connectionsCheckingInterval: Math.max(50, Math.min(1000, config.server.headers_timeout / 4)),
-      keepAliveTimeout: config.server.keep_alive_timeout,
-      // A missing Host is answered in the envelope by the route stage, not by Node's bare 400.
-      requireHostHeader: false,
-    },
-    handler,
-  );
-  // `Expect: 100-continue` is answered only once the request is authenticated (see authenticate.ts),
-  // so a refused upload is never sent.
-  // Over TLS the HTTP connection is the TLS socket (the one a client's FIN shows on).
-  server.on(tls.api ? 'secureConnection' : 'connection', handler.connection);
-  server.on('checkContinue', handler);
-  // Any other `Expect` goes through the pipeline too, which answers 417 after routing.
-  server.on('checkExpectation', handler);
-  // A client that half-closes after its request (shutdown(SHUT_WR)) still gets the answer (Node's
-  // own switch, false by default, read by its HTTP server on the client's FIN).
-  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
-  answerParserRefusals(server, { logger, metrics });
+  const server = createApiServer(tls.api, config.server, handler, { logger, metrics });
   const ready = () => !draining && runtime.ready();
   const admin =
     options.worker === undefined

@@ -1,0 +1,134 @@
+/**
+ * What one configuration builds: the backends, the tokens, the authenticate stage, the rate limits
+ * and the pipeline that runs them, with its readiness and how to stop it. A reload builds a new one
+ * beside the old (`app.ts` swaps them); what outlives a configuration is the app's `Instance`.
+ */
+import { constants } from 'node:fs';
+import { access } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { createAuthenticate } from './auth/authenticate.js';
+import type { KeySourceInfo } from './auth/jwt.js';
+import type { KeySources } from './auth/key-sources.js';
+import type { FileLocks } from './backends/file-locks.js';
+import { createBackends } from './backends/index.js';
+import { GATEWAY_SCHEMA } from './backends/postgres/schema.js';
+import type { Config } from './config/schema.js';
+import { type ClientAddressing, createClientAddressing } from './http/client-address.js';
+import type { DeadlineClock } from './http/deadline-clock.js';
+import type { Pipeline } from './http/stage.js';
+import { type Check, checkReady } from './observability/checks.js';
+import type { Logger } from './observability/logger.js';
+import type { Metrics } from './observability/metrics.js';
+import type { Tracing } from './observability/tracing/tracing.js';
+import { createAssetGroupTagMember } from './operations/asset-group-tag-member.js';
+import { createCollectorChecksum } from './operations/collector-checksum.js';
+import { createPassthroughOperation } from './operations/passthrough/index.js';
+import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
+import { createPipeline } from './pipeline.js';
+import { createRateLimits, type RateLimitCounts } from './ratelimit/index.js';
+import { openTokens, type Tokens } from './tokens/index.js';
+
+/** What one configuration builds; replaced whole on reload. */
+export interface Runtime {
+  readonly config: Config;
+  readonly tokens: Tokens;
+  /** Backends reachable and key sources loaded. */
+  ready(): boolean;
+  /** Each readiness check by name (`keys`, each identity provider, each backend), for /readyz. */
+  checks(): Record<string, Check>;
+  /** The identity providers' key sources. */
+  keySources(): KeySourceInfo[];
+  /** Stops what this configuration runs (backends, key refreshes). */
+  close(): Promise<void>;
+  readonly pipeline: Pipeline;
+  /** How each request's client address is found (`server.trusted_proxies`). */
+  readonly addressing: ClientAddressing;
+}
+
+/** What outlives a configuration: the app instance's logger, metrics and per-file write turns. */
+export interface Instance {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly fileLocks: FileLocks;
+  /** Identity providers' last good keys, kept across reloads (a reload with the source unchanged). */
+  readonly keySources: KeySources;
+  /** The timer wheel of the requests' deadlines. */
+  readonly clock: DeadlineClock;
+  /** The memory rate-limit store's counts, kept across reloads. */
+  readonly rateLimitCounts: RateLimitCounts;
+  /** Spans of requests and backend calls (`tracing`, which takes a restart); absent when off. */
+  readonly tracing?: Tracing;
+}
+
+/** Builds what `config` runs; `previous` hands over what a reload keeps (an unchanged token store). */
+export async function buildRuntime(config: Config, instance: Instance, previous?: Runtime): Promise<Runtime> {
+  const { logger, metrics, keySources, tracing } = instance;
+  const tmpDir = config.server.tmp_dir ?? tmpdir();
+  await access(tmpDir, constants.W_OK).catch((err: Error) => {
+    throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
+  });
+  const backends = await createBackends(config, instance);
+  const tokens = openTokens(
+    config.auth.signature,
+    { logger, metrics, schema: GATEWAY_SCHEMA },
+    previous?.tokens,
+  );
+  const authenticate = createAuthenticate({
+    tokens: tokens.registry,
+    logger,
+    keySources,
+    auth: config.auth,
+    server: config.server,
+    metrics,
+    tmpDir,
+    ...(tracing && { tracing }),
+  });
+  const passthrough =
+    config.passthrough &&
+    createPassthroughOperation(config.passthrough, { metrics, logger, ...(tracing && { tracing }) });
+  const limits =
+    config.rate_limits &&
+    (await createRateLimits(config.rate_limits, { logger, metrics, counts: instance.rateLimitCounts }));
+  const pipeline = createPipeline({
+    ...(limits && { rateLimits: limits.stages }),
+    prefer: config.prefer,
+    clock: instance.clock,
+    authenticate,
+    operations: {
+      GetCollectorChecksum: createCollectorChecksum({ backend: backends.collectors }),
+      UpdateSSOProvider: createSsoProviderUpdate({
+        backend: backends.ssoProviders,
+        forms: config.forms,
+        logger,
+      }),
+      GetAssetGroupTagMember: createAssetGroupTagMember({ backend: backends.assetGroupTags }),
+      ...(passthrough && { passthrough }),
+    },
+  });
+  /** What must be ready besides the key sources (whose own rule says which provider is required). */
+  const stores = (): Record<string, Check> => ({
+    ...backends.checks(),
+    ...tokens.checks(),
+    ...(passthrough && { passthrough: passthrough.ready?.() ?? true }),
+  });
+  const checks = () => ({
+    keys: authenticate.ready(),
+    ...authenticate.checks(),
+    ...stores(),
+    ...limits?.checks(),
+  });
+  return {
+    config,
+    pipeline,
+    addressing: createClientAddressing(config.server),
+    tokens,
+    ready: () =>
+      authenticate.ready() && Object.values(stores()).every(checkReady) && (limits?.ready() ?? true),
+    checks,
+    keySources: () => authenticate.sources(),
+    async close() {
+      authenticate.close();
+      await Promise.allSettled([backends.close(), tokens.close(), passthrough?.close?.(), limits?.close()]);
+    },
+  };
+}
