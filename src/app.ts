@@ -6,6 +6,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { DestinationStream } from 'pino';
+import { AUTH_FAILURES } from './auth/authenticate.js';
 import { KeySources } from './auth/key-sources.js';
 import { FileLocks } from './backends/file-locks.js';
 import { valueAt } from './config/load.js';
@@ -60,7 +61,7 @@ export interface AppOptions {
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
   const root = createLogger(config.logging.level, options.logDestination);
   const logger = options.worker === undefined ? root : root.child({ worker: options.worker });
-  const metrics = createMetrics({ maxWait: config.prefer.max_wait });
+  const metrics = createMetrics({ maxWait: config.prefer.max_wait, authFailures: AUTH_FAILURES });
   // Loaded (the OpenTelemetry SDK imported) only when configured.
   const tracing = await loadTracing(config.tracing, logger);
   const instance: Instance = {
@@ -89,7 +90,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await tracing?.shutdown();
     throw err;
   }
-  metrics.readiness(() => runtime.checks());
+  metrics.readiness.add(() => runtime.checks());
   let draining = false;
   let faulted = false;
   let closing: Promise<void> = Promise.resolve();

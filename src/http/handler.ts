@@ -11,7 +11,8 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { errors } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
-import { type Metrics, requestRecorder } from '../observability/metrics.js';
+import type { Metrics } from '../observability/metrics.js';
+import { requestRecorder } from '../observability/request-recorder.js';
 import type { Tracing } from '../observability/tracing/tracing.js';
 import type { ClientAddressing } from './client-address.js';
 import { Context, type RequestContext } from './context.js';
@@ -74,7 +75,7 @@ export function createHandler(parts: HandlerParts): RequestHandler {
   /**
    * The logger of request lines: `logger` without its redaction paths. A request line is built from
    * chosen fields only (never headers, the query or a credential), and path redaction with wildcards
-   * costs more than the rest of the line (measured: ~3.5× per line).
+   * costs more than the rest of the line.
    */
   const lines = parts.logger.child({}, { redact: { paths: [] } });
   const recorder = requestRecorder(parts.metrics);

@@ -9,7 +9,8 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { errors, type GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
-import { type Metrics, requestRecorder } from '../observability/metrics.js';
+import type { Metrics } from '../observability/metrics.js';
+import { requestRecorder } from '../observability/request-recorder.js';
 import { writeSocketError } from './envelope.js';
 import { readRefused } from './refused.js';
 

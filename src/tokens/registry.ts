@@ -7,7 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import type { TokenConfig } from '../config/schema.js';
 import type { Logger } from '../observability/logger.js';
-import type { Metrics, TokenCounts } from '../observability/metrics.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { TokenCounts } from '../observability/scraped.js';
 import type { StoreToken, TokenStore } from './store.js';
 
 /**

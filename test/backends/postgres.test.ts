@@ -277,8 +277,9 @@ if (await requirePostgres(t)) {
     await t.rejects(sso.get(4, never()), { status: 503, message: 'store unavailable' });
     // The health probe queues for the connection too, and gives up after connect_timeout.
     const waiting = async () =>
-      (await d.metrics.storePoolConnections.get()).values.find((v) => v.labels.state === 'waiting')?.value ??
-      0;
+      (await d.metrics.registry.getSingleMetric('gateway_store_pool_connections')?.get())?.values.find(
+        (v) => v.labels.state === 'waiting',
+      )?.value ?? 0;
     await until('the health probe waits for a connection', async () => (await waiting()) === 1);
     // A request queued behind the probe fails after connect_timeout: by then the probe has failed too.
     await t.rejects(sso.get(4, never()), { status: 503, message: 'store unavailable' });

@@ -5,8 +5,11 @@
  * worker's start time summed would be meaningless, and without it `GatewayAbsent` fires for ever)
  * and `gateway_worker_restarts_total`.
  */
-import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
-import type { WorkerMetrics } from './rpc.js';
+import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
+import { MetricDefinitions } from './define.js';
+
+/** One worker's registry, as `getMetricsAsJSON` gives it (what the primary asks each worker for). */
+export type WorkerMetrics = Array<MetricObjectWithValues<MetricValue<string>>>;
 
 /** The primary's own metrics and the aggregation of its workers'. */
 export interface PrimaryMetrics {
@@ -24,19 +27,18 @@ export interface PrimaryMetrics {
 /** The primary's registry. */
 export function createPrimaryMetrics(): PrimaryMetrics {
   const registry = new Registry();
-  const start = new Gauge({
+  const define = new MetricDefinitions(registry);
+  const start = define.gauge({
     name: 'process_start_time_seconds',
     help: 'Start time of the process since unix epoch in seconds.',
-    registers: [registry],
   });
   // As prom-client's own default metric computes it.
   start.set(Math.round(Date.now() / 1000 - process.uptime()));
-  const restarts = new Counter({
+  const restarts = define.counter({
     name: 'gateway_worker_restarts_total',
     help: 'Workers that died and were replaced by the primary.',
-    registers: [registry],
+    zero: [{}],
   });
-  restarts.inc(0);
   const shared = new Registry();
   return {
     restarted: () => restarts.inc(),
