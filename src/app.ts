@@ -21,7 +21,7 @@ import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { loadTracing } from './observability/tracing/load.js';
 import { RateLimitCounts } from './ratelimit/index.js';
-import { buildRuntime, type Instance, type Runtime } from './runtime.js';
+import { buildRuntime, dropKeyGauges, type Instance, lacking, type Runtime } from './runtime.js';
 import { listenerServer, openListenersTls } from './tls/listeners.js';
 
 export interface App {
@@ -34,7 +34,10 @@ export interface App {
   listen(): Promise<{ port: number; adminPort: number }>;
   /** Whether this process takes traffic: configuration loaded, backends usable, not draining. */
   ready(): boolean;
-  /** Swaps in a new configuration (all but the listen addresses); the old backends are closed. */
+  /**
+   * Swaps in a new configuration (all but the listen addresses) once it is ready. The old one's
+   * backends close once the last request that started on them has ended (or `shutdown_grace` passed).
+   */
   reload(config: Config): Promise<void>;
   /**
    * Drains: readiness goes false, no new connections, in-flight requests finish within
@@ -64,16 +67,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const metrics = createMetrics({ maxWait: config.prefer.max_wait, authFailures: AUTH_FAILURES });
   // Loaded (the OpenTelemetry SDK imported) only when configured.
   const tracing = await loadTracing(config.tracing, logger);
-  const instance: Instance = {
-    logger,
-    metrics,
-    fileLocks: new FileLocks(),
-    keySources: new KeySources(),
-    clock: new DeadlineClock(),
-    rateLimitCounts: new RateLimitCounts(),
-    ...(tracing && { tracing }),
-  };
-  const { keySources } = instance;
   warn(logger, config);
   // Before anything else opens: a certificate that does not load stops the start, naming its key.
   const tls = openListenersTls(config, {
@@ -82,6 +75,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     admin: options.worker === undefined,
     secret: options.ticketSecret,
   });
+  const instance: Instance = {
+    logger,
+    metrics,
+    fileLocks: new FileLocks(),
+    keySources: new KeySources(),
+    clock: new DeadlineClock(),
+    rateLimitCounts: new RateLimitCounts(),
+    ...(tracing && { tracing }),
+    ...(tls.api && { clientTrust: tls.api.trust }),
+  };
+  const { keySources } = instance;
   let runtime: Runtime;
   try {
     runtime = await buildRuntime(config, instance);
@@ -94,16 +98,24 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   let draining = false;
   let faulted = false;
   let closing: Promise<void> = Promise.resolve();
+  /** Configurations a reload replaced, each closing once its last request has ended. */
+  const retiring = new Map<Runtime, Promise<void>>();
 
   const handler = createHandler({
     logger,
     metrics,
     ...(tracing && { tracing }),
-    current: () => runtime,
+    take() {
+      runtime.holds.take();
+      return runtime;
+    },
     draining: () => draining,
     faulted: () => faulted,
   });
   const server = createApiServer(tls.api, config.server, handler, { logger, metrics });
+  // A connection whose client certificate was verified against trust no longer in force (a new
+  // client_ca or client_crl) closes after its in-flight request: the client shakes hands again.
+  tls.api?.trust.onStale((socket) => handler.retire(socket));
   const ready = () => !draining && runtime.ready();
   const admin =
     options.worker === undefined
@@ -157,14 +169,23 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await readyWithin(built, RELOAD_READY_WAIT);
     const before = new Set(old.keySources().map((s) => s.id));
     const missing = built.keySources().filter((s) => s.required && !s.loaded && !before.has(s.id));
-    if (missing.length > 0) {
+    // A configuration that cannot serve yet (a pool whose first connection failed) does not take
+    // over from one that can: the reload fails and the old one stays, so no request is refused.
+    const unready = old.ready() && !built.ready();
+    if (missing.length > 0 || unready || draining) {
       await built.close();
       keySources.retain(before);
       dropKeyGauges(metrics, built, old);
-      const names = missing.map((s) => `${s.at} (${s.name})`).join(', ');
-      throw new Error(`${names}: no keys loaded within ${RELOAD_READY_WAIT / 1000} s`);
+      if (draining) throw new Error('the gateway is stopping');
+      if (missing.length > 0) {
+        const names = missing.map((s) => `${s.at} (${s.name})`).join(', ');
+        throw new Error(`${names}: no keys loaded within ${RELOAD_READY_WAIT / 1000} s`);
+      }
+      const names = lacking(built, old).join(', ') || 'the new configuration';
+      throw new Error(`${names}: not ready within ${RELOAD_READY_WAIT / 1000} s`);
     }
     runtime = built;
+    retire(old, next.server.shutdown_grace);
     keySources.retain(built.keySources().map((s) => s.id));
     dropKeyGauges(metrics, old, built);
     warn(logger, next);
@@ -187,7 +208,24 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     }
     await tls.reload(next);
     logger.info('configuration reloaded');
-    await old.close();
+  }
+
+  /** Closes `old` once the last request that started on it has ended, or after `grace` ms. */
+  function retire(old: Runtime, grace: number): void {
+    const closed = old.holds
+      .released(grace)
+      .then(() => {
+        const requests = old.holds.count;
+        if (requests > 0 && !draining)
+          logger.warn(
+            { requests },
+            'replaced configuration closed with requests still on it: server.shutdown_grace passed',
+          );
+        return old.close();
+      })
+      .catch((err: unknown) => logger.error({ err }, 'closing the replaced configuration failed'))
+      .finally(() => retiring.delete(old));
+    retiring.set(old, closed);
   }
 
   async function drain(): Promise<void> {
@@ -207,17 +245,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       admin.closeAllConnections();
     }
     tls.close();
-    await runtime.close();
+    // Whatever still holds a replaced configuration has had its time: close them all now.
+    for (const old of retiring.keys()) old.holds.cut();
+    await Promise.all([runtime.close(), ...retiring.values()]);
     // The spans of the last requests go out before the process exits.
     await tracing?.shutdown();
     logger.info('stopped');
   }
-}
-
-/** Removes the `gateway_jwks_keys` series of the providers of `gone` that `kept` does not have. */
-function dropKeyGauges(metrics: Metrics, gone: Runtime, kept: Runtime): void {
-  const names = new Set(kept.keySources().map((s) => s.name));
-  for (const s of gone.keySources()) if (!names.has(s.name)) metrics.jwksKeys.remove({ provider: s.name });
 }
 
 /** Logs what `check-config` warns about (each `key.path: reason`). */
@@ -225,7 +259,7 @@ function warn(logger: Logger, config: Config): void {
   for (const warning of configWarnings(config)) logger.warn({ warning }, 'configuration warning');
 }
 
-/** How long a reload waits for the new configuration to be ready before it takes over anyway. */
+/** How long a reload waits for the new configuration to be ready (see `swap`). */
 const RELOAD_READY_WAIT = 5_000;
 
 async function readyWithin(runtime: Runtime, ms: number): Promise<void> {

@@ -1,7 +1,7 @@
 /**
- * What one configuration builds: the backends, the tokens, the authenticate stage, the rate limits
- * and the pipeline that runs them, with its readiness and how to stop it. A reload builds a new one
- * beside the old (`app.ts` swaps them); what outlives a configuration is the app's `Instance`.
+ * What one configuration runs (its pipeline, backends, tokens, limits and key sources), built at
+ * start and again on every reload (`app.ts` swaps them), and what outlives it (the app instance's
+ * shared state).
  */
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
@@ -13,11 +13,13 @@ import type { FileLocks } from './backends/file-locks.js';
 import { createBackends } from './backends/index.js';
 import { GATEWAY_SCHEMA } from './backends/postgres/schema.js';
 import type { Config } from './config/schema.js';
-import { type ClientAddressing, createClientAddressing } from './http/client-address.js';
+import { Holds } from './holds.js';
+import { createClientAddressing, type ClientAddressing } from './http/client-address.js';
 import type { DeadlineClock } from './http/deadline-clock.js';
 import type { Pipeline } from './http/stage.js';
-import { type Check, checkReady } from './observability/checks.js';
 import type { Logger } from './observability/logger.js';
+import { type Check, checkReady } from './observability/checks.js';
+import type { ClientTrust } from './tls/trust.js';
 import type { Metrics } from './observability/metrics.js';
 import type { Tracing } from './observability/tracing/tracing.js';
 import { createAssetGroupTagMember } from './operations/asset-group-tag-member.js';
@@ -40,6 +42,10 @@ export interface Runtime {
   keySources(): KeySourceInfo[];
   /** Stops what this configuration runs (backends, key refreshes). */
   close(): Promise<void>;
+  /** The requests running on this configuration (see `take` of the handler). */
+  readonly holds: Holds;
+  /** A request that took this configuration has ended. */
+  release(): void;
   readonly pipeline: Pipeline;
   /** How each request's client address is found (`server.trusted_proxies`). */
   readonly addressing: ClientAddressing;
@@ -58,9 +64,11 @@ export interface Instance {
   readonly rateLimitCounts: RateLimitCounts;
   /** Spans of requests and backend calls (`tracing`, which takes a restart); absent when off. */
   readonly tracing?: Tracing;
+  /** Which connections were verified against the client trust in force (with `server.tls`). */
+  readonly clientTrust?: ClientTrust;
 }
 
-/** Builds what `config` runs; `previous` hands over what a reload keeps (an unchanged token store). */
+/** Builds what `config` runs; `previous` lends what a reload keeps (an unchanged token store). */
 export async function buildRuntime(config: Config, instance: Instance, previous?: Runtime): Promise<Runtime> {
   const { logger, metrics, keySources, tracing } = instance;
   const tmpDir = config.server.tmp_dir ?? tmpdir();
@@ -82,6 +90,7 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
     metrics,
     tmpDir,
     ...(tracing && { tracing }),
+    ...(instance.clientTrust && { clientTrust: instance.clientTrust }),
   });
   const passthrough =
     config.passthrough &&
@@ -117,8 +126,11 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
     ...stores(),
     ...limits?.checks(),
   });
+  const holds = new Holds();
   return {
     config,
+    holds,
+    release: () => holds.release(),
     pipeline,
     addressing: createClientAddressing(config.server),
     tokens,
@@ -131,4 +143,18 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
       await Promise.allSettled([backends.close(), tokens.close(), passthrough?.close?.(), limits?.close()]);
     },
   };
+}
+
+/** Removes the `gateway_jwks_keys` series of the providers of `gone` that `kept` does not have. */
+export function dropKeyGauges(metrics: Metrics, gone: Runtime, kept: Runtime): void {
+  const names = new Set(kept.keySources().map((s) => s.name));
+  for (const s of gone.keySources()) if (!names.has(s.name)) metrics.jwksKeys.remove({ provider: s.name });
+}
+
+/** The readiness checks `next` fails that `old` passes (or does not have): why it may not take over. */
+export function lacking(next: Runtime, old: Runtime): string[] {
+  const had = old.checks();
+  return Object.entries(next.checks())
+    .filter(([name, check]) => !checkReady(check) && (had[name] === undefined || checkReady(had[name])))
+    .map(([name]) => name);
 }

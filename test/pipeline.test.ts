@@ -61,7 +61,7 @@ backends:
   const handler = createHandler({
     logger: createLogger('silent'),
     metrics,
-    current: () => ({ pipeline, addressing }),
+    take: () => ({ pipeline, addressing, release: () => undefined }),
     draining: () => false,
     faulted: () => false,
   });

@@ -3,6 +3,7 @@
  * path (`server.tls.cert`), and each block whose files do not load together (a key that is not the
  * certificate's, an expired certificate). Never any of the files' content.
  */
+import { ConfigReference } from '../config/leaves.js';
 import type { Config } from '../config/schema.js';
 import { tlsFiles } from '../config/tls.js';
 import { loadListener, loadUpstream, TlsLoadError } from '../tls/material.js';
@@ -28,8 +29,7 @@ export function tlsProblems(config: Config): string[] {
       if (err instanceof TlsLoadError) problems.push(err.message);
     }
   };
-  const resolved = (block: object) =>
-    Object.values(block).every((v) => v === undefined || typeof v === 'string');
+  const resolved = (block: object) => Object.values(block).every((v) => !(v instanceof ConfigReference));
   const { server, admin, backends, passthrough } = config;
   if (server.tls && resolved(server.tls)) check(() => loadListener(server.tls!, 'server.tls'));
   if (admin.tls && resolved(admin.tls)) check(() => loadListener(admin.tls!, 'admin.tls'));

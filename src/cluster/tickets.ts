@@ -1,7 +1,9 @@
 /**
  * The TLS session ticket secret over the cluster IPC channel: the primary makes one and gives it to
  * every worker that asks (at its start), so that all derive the same ticket keys (src/tls/tickets.ts)
- * and a session resumes on whichever worker the next connection lands.
+ * and a session resumes on whichever worker the next connection lands. Each worker mixes in the
+ * client trust it loads itself, so once every worker has read a new `client_ca` or `client_crl` none
+ * resumes a session verified against the old one.
  */
 import cluster, { type Worker } from 'node:cluster';
 

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { leaf, str } from './leaves.js';
+import { duration, leaf, str } from './leaves.js';
 import { permission } from './permissions.js';
 
 const minVersion = leaf(z.enum(['TLSv1.2', 'TLSv1.3'], { error: 'must be "TLSv1.2" or "TLSv1.3"' })).default(
@@ -26,6 +26,8 @@ export const serverTlsSchema = z
     ).default('none'),
     client_ca: str(1).optional(),
     client_crl: str(1).optional(),
+    // How long a session ticket is accepted (and the lifetime it advertises); TLS 1.3 allows 7 days.
+    session_timeout: duration(7 * 24 * 3_600_000, 1000).default(300_000),
   })
   .refine((t) => t.client_auth === 'none' || t.client_ca !== undefined, {
     message: 'is required when client_auth is "optional" or "require"',

@@ -34,10 +34,15 @@ export interface HandlerParts {
   readonly metrics: Metrics;
   /** With tracing on: a server span per request, named in its log line as `trace_id`. */
   readonly tracing?: Tracing;
-  /** The configuration in force (swapped on reload): its pipeline and how a client address is found. */
-  current(): {
+  /**
+   * Takes the configuration in force (swapped on reload) for one request: its pipeline and how a
+   * client address is found. The request runs to its end on it and then calls its `release()`, so
+   * that a configuration a reload replaced closes only once nothing runs on it.
+   */
+  take(): {
     readonly pipeline: Pipeline;
     readonly addressing: ClientAddressing;
+    release(): void;
   };
   /** True once the gateway drains: answers then close their connection. */
   draining(): boolean;
@@ -59,6 +64,11 @@ export interface RequestHandler {
    * half-closed one ignores them (1xx answers are informational) and still gets its answer.
    */
   connection(socket: Socket): void;
+  /**
+   * Closes `socket` as soon as its in-flight request has been answered (at once when it has none):
+   * that answer says `Connection: close` when its head is not sent yet.
+   */
+  retire(socket: Socket): void;
   /** Resolves once every request taken so far has finished its work and cleaned up (temporary files). */
   settled(): Promise<void>;
 }
@@ -138,7 +148,8 @@ export function createHandler(parts: HandlerParts): RequestHandler {
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const rawTarget = req.url ?? '';
     const q = rawTarget.indexOf('?');
-    const { pipeline, addressing } = parts.current();
+    const served = parts.take();
+    const { pipeline, addressing } = served;
     const id = ids.next();
     const ctx = new Context(
       req,
@@ -156,7 +167,9 @@ export function createHandler(parts: HandlerParts): RequestHandler {
     inFlight.count++;
     let open = 2;
     const part = () => {
-      if (--open === 0) done();
+      if (--open > 0) return;
+      served.release();
+      done();
     };
     (req.socket as TrackedSocket)[LATEST] = res;
     // `close` comes once: `on`, without the wrapper `once` makes per request.
@@ -195,6 +208,16 @@ export function createHandler(parts: HandlerParts): RequestHandler {
         probe(socket);
         setTimeout(() => probe(socket), PROBE_GAP).unref();
       });
+    },
+    retire(socket: Socket) {
+      const res = (socket as TrackedSocket)[LATEST];
+      if (res === undefined || res.writableFinished) {
+        socket.destroySoon();
+        return;
+      }
+      if (!res.headersSent) res.shouldKeepAlive = false;
+      // Also when a relayed answer asked to keep the connection alive.
+      res.once('finish', () => socket.destroySoon());
     },
     settled() {
       if (working === 0) return Promise.resolve();

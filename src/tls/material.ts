@@ -21,8 +21,12 @@ export interface ListenerMaterial {
   readonly options: SecureContextOptions;
   /** When the certificate expires (ms since the epoch). */
   readonly notAfter: number;
-  /** A digest of the client CA's bytes ('' without one): the session ticket keys change with it. */
-  readonly caDigest: string;
+  /**
+   * The client trust, as digests of the CA's and the CRL's bytes (`<ca>:<crl>`; '' without client
+   * certificates): the session ticket keys derive from it, so a session verified against other trust
+   * never resumes, and open connections verified against other trust are retired.
+   */
+  readonly trustDigest: string;
 }
 
 /** An upstream's loaded TLS options (for undici's connector and an https.Agent alike). */
@@ -116,12 +120,10 @@ export function loadListener(
     ...(crl && { crl }),
   };
   tryContext(at, options);
-  return {
-    options,
-    notAfter,
-    caDigest: ca ? createHash('sha256').update(ca).digest('hex') : '',
-  };
+  return { options, notAfter, trustDigest: ca ? `${digest(ca)}:${crl ? digest(crl) : ''}` : '' };
 }
+
+const digest = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
 /** Loads an upstream's `tls` block (named by `at`). Throws `TlsLoadError`. */
 export function loadUpstream(config: UpstreamTlsConfig, at: string, now = Date.now()): UpstreamMaterial {

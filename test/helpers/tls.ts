@@ -15,7 +15,9 @@ import {
   writeFileSync,
 } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
 import { Agent as HttpsAgent, request as httpsRequestRaw } from 'node:https';
+import { constants as cryptoConstants } from 'node:crypto';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -34,6 +36,8 @@ export interface IssueOptions {
   days?: number;
   /** Valid only from this many days from now (a certificate not yet valid). */
   startsInDays?: number;
+  /** Valid from yesterday until this many seconds from now (a certificate about to expire). */
+  expiresInSeconds?: number;
   /** `server` or `client` key usage (default server). */
   usage?: 'server' | 'client';
 }
@@ -44,6 +48,8 @@ export interface Ca extends Pair {
   issue(name: string, options: IssueOptions): Pair;
   /** Revokes `pair` and writes the CA's CRL; returns its path. */
   revoke(pair: Pair): string;
+  /** Writes the CA's CRL as it stands (every certificate revoked so far) to a new file; returns its path. */
+  crl(): string;
 }
 
 const openssl = (args: string[], cwd: string) =>
@@ -131,11 +137,13 @@ export class Pki {
       const days = o.days ?? 30;
       const now = Date.now();
       const [from, to] =
-        o.startsInDays !== undefined
-          ? [now + o.startsInDays * DAY, now + (o.startsInDays + days) * DAY]
-          : days >= 0
-            ? [now - DAY, now + days * DAY]
-            : [now + (days - 2) * DAY, now + days * DAY];
+        o.expiresInSeconds !== undefined
+          ? [now - DAY, now + o.expiresInSeconds * 1000]
+          : o.startsInDays !== undefined
+            ? [now + o.startsInDays * DAY, now + (o.startsInDays + days) * DAY]
+            : days >= 0
+              ? [now - DAY, now + days * DAY]
+              : [now + (days - 2) * DAY, now + days * DAY];
       openssl(
         [
           'ca',
@@ -162,24 +170,46 @@ export class Pki {
       );
       return pair;
     };
+    const cnf = path.join(dir, 'ca.cnf');
+    let crls = 0;
+    const gencrl = (out: string) => {
+      openssl(['ca', '-config', cnf, '-cert', cert, '-keyfile', key, '-gencrl', '-out', out], dir);
+      return out;
+    };
     return {
       name,
       cert,
       key,
       issue,
       revoke(pair) {
-        const cnf = path.join(dir, 'ca.cnf');
         openssl(['ca', '-config', cnf, '-cert', cert, '-keyfile', key, '-revoke', pair.cert], dir);
-        const crl = path.join(dir, 'crl.pem');
-        openssl(['ca', '-config', cnf, '-cert', cert, '-keyfile', key, '-gencrl', '-out', crl], dir);
-        return crl;
+        return gencrl(path.join(dir, 'crl.pem'));
       },
+      crl: () => gencrl(path.join(dir, `crl-${++crls}.pem`)),
     };
   }
 
   close(): void {
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** Replaces `target` with a copy of `source` in one step (a rename), as an operator's tooling would. */
+export function replaceFile(target: string, source: string): void {
+  copyFileSync(source, `${target}.new`);
+  renameSync(`${target}.new`, target);
+}
+
+/**
+ * A gateway's client trust files that a test may change: copies of `ca`'s certificate and of its CRL
+ * as it stands, in a folder of their own.
+ */
+export function trustFiles(pki: Pki, ca: Ca): { ca: string; crl: string } {
+  const dir = mkdtempSync(path.join(pki.dir, 'trust-'));
+  const files = { ca: path.join(dir, 'ca.pem'), crl: path.join(dir, 'crl.pem') };
+  copyFileSync(ca.cert, files.ca);
+  copyFileSync(ca.crl(), files.crl);
+  return files;
 }
 
 /** What a TLS client presents and trusts. */
@@ -301,5 +331,152 @@ export class SecretMount {
   /** Mounts `pair` as `tls.crt` and `tls.key`. */
   mount(pair: Pair): void {
     this.swap({ 'tls.crt': pair.cert, 'tls.key': pair.key });
+  }
+}
+
+/** What one request on a connection of its own answered, and how its TLS session was made. */
+export interface SessionAnswer {
+  /** The HTTP status; 0 when the gateway ended the connection without an answer (a refused handshake). */
+  status: number;
+  /** Whether the connection resumed the session offered. */
+  reused: boolean;
+  /** The last session the server handed out on this connection (a ticket, or a session id). */
+  session: Buffer | undefined;
+  /** The answer's head and body as sent. */
+  text: string;
+}
+
+/**
+ * One GET on a new TLS connection, resuming `o.session` when given; the answer is read to the
+ * connection's end (`Connection: close`), so that TLS 1.3 tickets sent after the handshake arrive.
+ * `noTicket` asks for no ticket (a TLS 1.2 client that can only offer a session id); `over` is a TCP
+ * connection already open to `port` to shake hands on.
+ */
+export function sessionRequest(
+  port: number,
+  o: ClientTls & { target: string; noTicket?: boolean; over?: Socket },
+): Promise<SessionAnswer> {
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({
+      ...(o.over ? { socket: o.over } : { host: '127.0.0.1', port }),
+      ...tlsOptions(o),
+      ...(o.session && { session: o.session }),
+      ...(o.noTicket && { secureOptions: cryptoConstants.SSL_OP_NO_TICKET }),
+    });
+    let session: Buffer | undefined;
+    let reused = false;
+    let connected = false;
+    const chunks: Buffer[] = [];
+    socket.on('session', (s: Buffer) => (session = s));
+    socket.on('secureConnect', () => {
+      connected = true;
+      reused = socket.isSessionReused();
+      socket.write(`GET ${o.target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
+    });
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', (err) => {
+      // A refused client certificate shows after the handshake in TLS 1.3, as an alert or a reset.
+      if (!connected) reject(err);
+    });
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('latin1');
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
+      if (!connected) return;
+      resolve({ status, reused, session, text });
+    });
+  });
+}
+
+/** One answer read off a kept-alive connection: a 1xx head alone, or a head and its body. */
+export interface RawAnswer {
+  /** 0 when the connection closed before an answer. */
+  status: number;
+  head: string;
+  body: string;
+}
+
+/**
+ * A kept-alive TLS connection driven by hand: requests are written as raw bytes, answers read one by
+ * one (bodies by their `Content-Length`); once the gateway closes it, the next answer has status 0.
+ */
+export class TlsConnection {
+  readonly socket: TLSSocket;
+  /** The last session the gateway handed out on this connection. */
+  session: Buffer | undefined;
+  #text = '';
+  #ended = false;
+  #wake: (() => void) | undefined;
+
+  private constructor(socket: TLSSocket, session: Buffer | undefined) {
+    this.socket = socket;
+    this.session = session;
+    socket.on('session', (s: Buffer) => (this.session = s));
+    socket.setEncoding('latin1');
+    socket.on('data', (c: string) => {
+      this.#text += c;
+      this.#wake?.();
+    });
+    // A reset by the gateway is a close like any other here.
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      this.#ended = true;
+      this.#wake?.();
+    });
+  }
+
+  /** Opens a connection to `127.0.0.1:port` (resuming `o.session` when given). */
+  static open(port: number, o: ClientTls): Promise<TlsConnection> {
+    return new Promise((resolve, reject) => {
+      const socket = tlsConnect({
+        host: '127.0.0.1',
+        port,
+        ...tlsOptions(o),
+        ...(o.session && { session: o.session }),
+      });
+      // A TLS 1.2 ticket comes during the handshake.
+      let session: Buffer | undefined;
+      const early = (s: Buffer) => (session = s);
+      socket.on('session', early);
+      socket.once('secureConnect', () => {
+        socket.off('error', reject);
+        socket.off('session', early);
+        resolve(new TlsConnection(socket, session));
+      });
+      socket.once('error', reject);
+    });
+  }
+
+  write(bytes: string): void {
+    this.socket.write(bytes);
+  }
+
+  /** A GET of `target` on this connection, and its answer. */
+  get(target: string, headers: Record<string, string> = {}): Promise<RawAnswer> {
+    const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
+    this.write(`GET ${target} HTTP/1.1\r\nHost: localhost\r\n${lines.join('')}\r\n`);
+    return this.next();
+  }
+
+  /** The next answer on the connection (status 0 if it closes first). */
+  async next(): Promise<RawAnswer> {
+    for (;;) {
+      const end = this.#text.indexOf('\r\n\r\n');
+      if (end !== -1) {
+        const head = this.#text.slice(0, end);
+        const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
+        const length = status < 200 ? 0 : Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+        if (this.#text.length >= end + 4 + length) {
+          const body = this.#text.slice(end + 4, end + 4 + length);
+          this.#text = this.#text.slice(end + 4 + length);
+          return { status, head, body };
+        }
+      }
+      if (this.#ended) return { status: 0, head: '', body: '' };
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+    }
+  }
+
+  close(): void {
+    this.socket.destroy();
   }
 }

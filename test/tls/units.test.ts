@@ -22,14 +22,15 @@ t.test('subjectAltName text: quoted values stay one entry', async (t) => {
   t.same(subjectAltNames(''), []);
 });
 
-t.test('ticket keys: the same for every process, new every period and with every client CA', async (t) => {
+t.test('ticket keys: the same for every process, new every period and with every client trust', async (t) => {
   const secret = ticketSecret();
   let now = 5 * TICKET_PERIOD + 1000;
   const a = ticketKeys(secret, () => now);
   const b = ticketKeys(Buffer.from(secret), () => now);
   t.equal(a.keys('').length, 48);
   t.same(a.keys('ca1'), b.keys('ca1'), 'two processes with one secret agree');
-  t.notSame(a.keys('ca1'), a.keys('ca2'), 'a new client CA, new keys');
+  t.notSame(a.keys('ca1'), a.keys('ca2'), 'new client trust, new keys');
+  t.notSame(a.keys('ca:crl1'), a.keys('ca:crl2'), 'a new CRL, new keys');
   t.notSame(a.keys(''), ticketKeys(ticketSecret(), () => now).keys(''), 'another secret, other keys');
   const before = a.keys('');
   now += TICKET_PERIOD - 2000;
@@ -68,7 +69,20 @@ t.test('TLS files that do not load are named by their key, never shown', async (
     () => listener({ client_auth: 'optional', client_ca: ca.cert, client_crl: junk }),
     /^server\.tls: the files cannot be used together \(/,
   );
-  t.equal(listener({ client_auth: 'optional', client_ca: ca.cert }).caDigest.length, 64);
+  // The client trust's digest names the CA's and the CRL's content: a reissued CRL is new trust.
+  const caOnly = listener({ client_auth: 'optional', client_ca: ca.cert }).trustDigest;
+  t.match(caOnly, /^[0-9a-f]{64}:$/);
+  const crl = ca.crl();
+  const withCrl = listener({ client_auth: 'optional', client_ca: ca.cert, client_crl: crl }).trustDigest;
+  t.match(withCrl, /^[0-9a-f]{64}:[0-9a-f]{64}$/);
+  t.equal(withCrl.split(':')[0], caOnly.split(':')[0]);
+  const reissued = listener({
+    client_auth: 'optional',
+    client_ca: ca.cert,
+    client_crl: ca.crl(),
+  }).trustDigest;
+  t.not(reissued, withCrl, 'a reissued CRL (new number, same entries) is new trust');
+  t.equal(listener({ client_auth: 'none', client_ca: ca.cert }).trustDigest, '', 'no client certificates');
   t.throws(
     () => loadUpstream({ ca: junk }, 'passthrough.tls'),
     /^passthrough\.tls\.ca: is not a PEM certificate$/,

@@ -4,12 +4,17 @@
  * first `auth.client_certificates` entry it matches; one matching none, or one the CA did not
  * verify (`client_auth: optional`), is no identity. What the certificate says is read once per
  * connection; nothing of it but the configured subject reaches a log line.
+ *
+ * A resumed session reports the certificate and the verdict of its first handshake, so two things
+ * are checked on every request: the certificate is not past its `notAfter`, and the connection was
+ * verified against the client trust in force (a CA or CRL changed since makes it untrusted).
  */
 import type { TLSSocket } from 'node:tls';
 import type { Socket } from 'node:net';
 import type { ClientCertificateConfig } from '../../config/tls.js';
 import { errors } from '../../errors.js';
 import type { Identity } from '../../http/identity.js';
+import type { ClientTrust } from '../../tls/trust.js';
 import { type AuthScheme, NOT_MINE } from './scheme.js';
 
 /**
@@ -24,7 +29,7 @@ export const clientCertificate: AuthScheme = {
     const certificates =
       (deps.server.tls?.client_auth ?? 'none') === 'none'
         ? undefined
-        : createCertificateScheme(deps.auth.client_certificates);
+        : createCertificateScheme(deps.auth.client_certificates, { now: deps.now, trust: deps.clientTrust });
     return {
       on: false,
       claim(ctx, credentials) {
@@ -46,6 +51,8 @@ interface Presented {
   readonly dns: readonly string[];
   readonly email: readonly string[];
   readonly cn: readonly string[];
+  /** When the certificate expires (ms since the epoch). */
+  readonly notAfter: number;
 }
 
 /** The outcome for a request without `Authorization`: no certificate, an identity, or a refusal reason. */
@@ -59,8 +66,20 @@ export interface CertificateScheme {
   identify(socket: Socket): CertificateOutcome;
 }
 
+/** What the scheme reads besides the connection: the clock, and the client trust's generations. */
+export interface CertificateSchemeDeps {
+  /** ms since the epoch. */
+  readonly now: () => number;
+  /** Absent where no TLS listener follows the trust (every handshake then counts as current). */
+  readonly trust?: ClientTrust | undefined;
+}
+
 /** The scheme for the configured entries. */
-export function createCertificateScheme(entries: readonly ClientCertificateConfig[]): CertificateScheme {
+export function createCertificateScheme(
+  entries: readonly ClientCertificateConfig[],
+  deps: CertificateSchemeDeps,
+): CertificateScheme {
+  const { now, trust } = deps;
   const identities = entries.map((e): Identity => ({
     scheme: 'client_certificate',
     subject: e.subject,
@@ -76,7 +95,9 @@ export function createCertificateScheme(entries: readonly ClientCertificateConfi
         seen.set(socket, presented);
       }
       if (presented === null) return undefined;
-      if (!presented.verified) return { ok: false, reason: 'untrusted_certificate' };
+      if (!presented.verified || now() > presented.notAfter || trust?.current(socket) === false) {
+        return { ok: false, reason: 'untrusted_certificate' };
+      }
       const found = entries.findIndex((e) => matches(e.match, presented));
       return found === -1
         ? { ok: false, reason: 'unknown_certificate' }
@@ -107,6 +128,8 @@ function presentedBy(socket: Socket): Presented | null {
     dns: of('DNS').map((n) => n.toLowerCase()),
     email: of('email').map((n) => n.toLowerCase()),
     cn: cn === undefined ? [] : Array.isArray(cn) ? cn : [cn],
+    // Unreadable counts as expired.
+    notAfter: Date.parse(cert.valid_to) || 0,
   };
 }
 

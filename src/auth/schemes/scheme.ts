@@ -11,6 +11,7 @@ import type { Identity } from '../../http/identity.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { Tracing } from '../../observability/tracing/tracing.js';
+import type { ClientTrust } from '../../tls/trust.js';
 import type { TokenRegistry } from '../../tokens/registry.js';
 import type { Credentials } from '../credentials.js';
 import type { KeySourceInfo } from '../jwt.js';
@@ -38,6 +39,8 @@ export interface SchemeDeps {
   /** Identity providers' key source states, kept across reloads. */
   readonly keySources?: KeySources;
   readonly tracing?: Tracing;
+  /** Which connections were verified against the client trust in force (with `server.tls`). */
+  readonly clientTrust?: ClientTrust;
 }
 
 /** One authentication scheme, as the scheme list names it. */
