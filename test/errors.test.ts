@@ -32,7 +32,7 @@ const MADE: Record<keyof typeof errors, GatewayError[]> = {
   preferBypassDisabled: [errors.preferBypassDisabled()],
   deadline: [errors.deadline()],
   clientGone: [errors.clientGone()],
-  upstreamUnavailable: ['connect', 'dns', 'connect_timeout', 'reset', 'other'].map((k) =>
+  upstreamUnavailable: ['connect', 'dns', 'connect_timeout', 'reset', 'other', 'all_out'].map((k) =>
     errors.upstreamUnavailable(k),
   ),
   upstreamTimeout: [errors.upstreamTimeout('headers_timeout'), errors.upstreamTimeout('body_timeout')],
@@ -163,7 +163,7 @@ t.test('one code per reason the log and metrics name', async (t) => {
     const label = CODES[code as ErrorCode].label;
     t.ok(label !== undefined, `${code} names its reason label`);
   }
-  const kinds = ['connect', 'dns', 'connect_timeout', 'reset', 'other'].map((k) =>
+  const kinds = ['connect', 'dns', 'connect_timeout', 'reset', 'other', 'all_out'].map((k) =>
     errors.upstreamUnavailable(k),
   );
   kinds.push(errors.upstreamTimeout('headers_timeout'), errors.upstreamTimeout('body_timeout'));

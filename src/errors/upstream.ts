@@ -35,6 +35,14 @@ export const UPSTREAM_UNAVAILABLE = {
     reason: 'The upstream closed or reset the connection before its answer was complete.',
     action: "Operator: look at the service's own logs (its `X-Upstream-RequestID` where it sent one).",
   },
+  GW_UPSTREAM_ALL_TARGETS_OUT: {
+    status: 502,
+    message: 'upstream unreachable',
+    label: 'all_out',
+    reason:
+      'Every target of the backend is out (ejected, failing its health check, or failing every request): answered at once, without trying one.',
+    action: "Operator: `/readyz` names the backend; look at its targets' health and the ejections metric.",
+  },
   GW_UPSTREAM_FAILED: {
     status: 502,
     message: 'upstream service unavailable',
