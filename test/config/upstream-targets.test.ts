@@ -5,7 +5,7 @@
 import t from 'tap';
 import { z } from 'zod';
 import { httpUrl } from '../../src/config/leaves.js';
-import { targetsFields, targetUrls, withTargetChecks } from '../../src/upstream/targets-config.js';
+import { targetsFields, targetUrls, withTargetChecks } from '../../src/config/upstream-targets.js';
 import { targetSettings } from '../../src/upstream/targets.js';
 
 const shape = withTargetChecks(z.strictObject({ url: httpUrl().optional(), ...targetsFields }));

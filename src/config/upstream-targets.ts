@@ -5,7 +5,7 @@
  * wrap it in `withTargetChecks`, which names each problem's key.
  */
 import { z } from 'zod';
-import { duration, httpUrl, int, leaf } from '../config/leaves.js';
+import { duration, httpUrl, int, leaf } from './leaves.js';
 
 /** A share written as a percentage (`50%`, `12.5%`), from 0% to 100%, as a fraction (0.5). */
 export const percent = () =>
