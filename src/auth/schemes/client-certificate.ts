@@ -56,18 +56,18 @@ interface Presented {
 }
 
 /** The outcome for a request without `Authorization`: no certificate, an identity, or a refusal reason. */
-export type CertificateOutcome =
+type CertificateOutcome =
   | undefined
   | { readonly ok: true; readonly identity: Identity }
   | { readonly ok: false; readonly reason: 'unknown_certificate' | 'untrusted_certificate' };
 
-export interface CertificateScheme {
+interface CertificateScheme {
   /** Who the client certificate of `socket` is (undefined: none was presented, or TLS is off). */
   identify(socket: Socket): CertificateOutcome;
 }
 
 /** What the scheme reads besides the connection: the clock, and the client trust's generations. */
-export interface CertificateSchemeDeps {
+interface CertificateSchemeDeps {
   /** ms since the epoch. */
   readonly now: () => number;
   /** Absent where no TLS listener follows the trust (every handshake then counts as current). */
@@ -75,7 +75,7 @@ export interface CertificateSchemeDeps {
 }
 
 /** The scheme for the configured entries. */
-export function createCertificateScheme(
+function createCertificateScheme(
   entries: readonly ClientCertificateConfig[],
   deps: CertificateSchemeDeps,
 ): CertificateScheme {
