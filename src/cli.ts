@@ -3,7 +3,8 @@
  * The `gateway` command: `gateway --config FILE` starts the gateway, `gateway check-config FILE
  * [--resolve]` validates a configuration, `gateway sign ...` prints signed-request headers,
  * `gateway verify ...` explains a signed request's signature, `gateway migrate` and `gateway import`
- * prepare and fill the PostgreSQL store, `gateway tokens ...` manages the token store.
+ * prepare and fill the PostgreSQL store, `gateway tokens ...` manages the token store, `gateway
+ * audit ...` verifies and lists the audit trail.
  */
 import { parseArgs } from 'node:util';
 
@@ -21,6 +22,9 @@ const USAGE = `usage:
                                              load the local JSON stores into PostgreSQL
   gateway tokens create|rotate|list|revoke|import|reencrypt --config FILE [...]
                                              manage the token store (gateway tokens --help)
+  gateway audit verify|list --config FILE [...]
+                                             check the audit trail's chain, print its entries
+                                             (gateway audit --help)
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -40,6 +44,14 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'tokens') {
     const { runTokens } = await import('./cli/tokens.js');
     return runTokens(argv.slice(1), {
+      stdout: (s) => process.stdout.write(s),
+      stderr: (s) => process.stderr.write(s),
+      env: process.env,
+    });
+  }
+  if (command === 'audit') {
+    const { runAudit } = await import('./cli/audit.js');
+    return runAudit(argv.slice(1), {
       stdout: (s) => process.stdout.write(s),
       stderr: (s) => process.stderr.write(s),
       env: process.env,

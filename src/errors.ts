@@ -115,7 +115,8 @@ export const errors = {
   // a database store that cannot be reached or did not answer (the postgres backend)
   storeUnavailable: (cause?: unknown) => make('GW_STORE_UNAVAILABLE', 'store', [], { cause }),
   /** A change made whose audit outcome entry could not be written: the change stands (contract §12). */
-  auditOutcomeLost: (cause?: unknown) => make('GW_AUDIT_OUTCOME_LOST', 'audit', [], { cause }),
+  auditOutcomeLost: (cause?: unknown) =>
+    make('GW_AUDIT_OUTCOME_LOST', 'audit', [], { reason: 'audit_outcome_lost', cause }),
 
   // Prefer and the deadline
   preferInvalid: (value: string) => make('GW_PREFER_INVALID', 'header:Prefer', [shown(value)]),
@@ -211,7 +212,31 @@ export const errors = {
   metadataNoPostBinding: () => make('GW_METADATA_NO_POST_BINDING', 'form:metadata'),
   metadataMissingAttribute: (attribute: 'entityID' | 'Location') =>
     make('GW_METADATA_ATTRIBUTE_MISSING', 'form:metadata', [attribute]),
+
+  // the audit trail (contract §12) and its read API's query, the reference's wording; a parameter's
+  // name is shown only when it is a plain name
+  /** The `intent` entry could not be made durable: the change is not made. */
+  auditUnavailable: (cause?: unknown) =>
+    make('GW_AUDIT_UNAVAILABLE', 'audit', [], { reason: 'audit_unavailable', cause }),
+  auditQueryMalformed: (parameter: string, why: string) =>
+    make('GW_AUDIT_QUERY_MALFORMED', queryContext(parameter), [queryName(parameter), why]),
+  auditEmptySort: () => make('GW_AUDIT_SORT_EMPTY', 'query:sort_by'),
+  auditNotSortable: () => make('GW_AUDIT_SORT_INVALID', 'query:sort_by'),
+  auditBadFilters: (parameter: string) => make('GW_AUDIT_FILTER_INVALID', queryContext(parameter)),
+  auditNotFilterable: (parameter: string) =>
+    make('GW_AUDIT_FILTER_COLUMN', queryContext(parameter), [queryName(parameter)]),
+  auditPredicateNotSupported: (column: string, predicate: string) =>
+    make('GW_AUDIT_FILTER_PREDICATE', `query:${column}`, [column, predicate]),
 } as const;
+
+/** A query parameter's name as a message may show it: a plain name, else a placeholder. */
+function queryName(name: string): string {
+  return /^[A-Za-z0-9_.~-]{1,64}$/.test(name) ? name : '<not shown>';
+}
+
+function queryContext(name: string): string {
+  return /^[A-Za-z0-9_.~-]{1,64}$/.test(name) ? `query:${name}` : 'query';
+}
 
 /** True when `err` is the catalogue's error type. */
 export function isGatewayError(err: unknown): err is GatewayError {

@@ -89,6 +89,13 @@ const MADE: Record<keyof typeof errors, GatewayError[]> = {
   metadataNotSaml: [errors.metadataNotSaml()],
   metadataNoPostBinding: [errors.metadataNoPostBinding()],
   metadataMissingAttribute: [errors.metadataMissingAttribute('entityID')],
+  auditUnavailable: [errors.auditUnavailable()],
+  auditQueryMalformed: [errors.auditQueryMalformed('limit', 'limit must not exceed 1000')],
+  auditEmptySort: [errors.auditEmptySort()],
+  auditNotSortable: [errors.auditNotSortable()],
+  auditBadFilters: [errors.auditBadFilters('status')],
+  auditNotFilterable: [errors.auditNotFilterable('fields')],
+  auditPredicateNotSupported: [errors.auditPredicateNotSupported('status', 'gt')],
 };
 const made = Object.values(MADE).flat();
 
@@ -259,6 +266,7 @@ t.test("statuses and messages are the contract's literals wherever it writes the
       'metadata does not have a SSO service that supports HTTP POST binding',
     ],
     [errors.auditOutcomeLost(), 500, 'audit outcome not recorded'],
+    [errors.auditUnavailable(), 503, 'audit trail unavailable'],
   ];
   for (const [error, status, message] of literal) {
     t.equal(error.status, status, `${error.code} status`);

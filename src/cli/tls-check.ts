@@ -41,5 +41,10 @@ export function tlsProblems(config: Config): string[] {
   }
   if (passthrough?.tls && resolved(passthrough.tls))
     check(() => loadUpstream(passthrough.tls!, 'passthrough.tls'));
+  const store = config.rate_limits?.store;
+  if (store?.type === 'redis' && store.tls && resolved(store.tls)) {
+    const tls = store.tls;
+    check(() => loadUpstream(tls, 'rate_limits.store.tls'));
+  }
   return problems;
 }

@@ -4,7 +4,8 @@
  * limits' keys sit in one place.
  */
 import { z } from 'zod';
-import { duration, int, leaf, str } from './leaves.js';
+import { duration, int, leaf } from './leaves.js';
+import { redisStoreSchema } from './redis-store.js';
 
 /** The operations a policy may name (`passthrough`: every other `/api/v2` request). */
 export const LIMITED_OPERATIONS = [
@@ -44,19 +45,13 @@ const memoryStore = z.strictObject({
   max_keys: int(1, 100_000_000).default(100_000),
 });
 
-const redisStore = z.strictObject({
-  type: z.literal('redis'),
-  url: leaf(z.string().regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL')),
-  timeout: duration(60_000, 1).default(50),
-  on_error: leaf(z.enum(['allow', 'deny'])).default('allow'),
-  key_prefix: str(0).default('gateway:'),
-});
-
 /** `rate_limits`; absent: no limits, and no cost on the request path. */
 export const rateLimitsSchema = z
   .strictObject({
     store: z
-      .discriminatedUnion('type', [memoryStore, redisStore], { error: 'type must be "memory" or "redis"' })
+      .discriminatedUnion('type', [memoryStore, redisStoreSchema], {
+        error: 'type must be "memory" or "redis"',
+      })
       .default({ type: 'memory', max_keys: 100_000 }),
     policies: z.array(policy).default([]),
     unauthenticated: z.strictObject({ limit: limit(), window: window() }).optional(),

@@ -91,6 +91,7 @@ function blocksOf(config: Record<string, unknown>): TlsBlock[] {
     add(`backends.${name}`, backend);
   }
   add('passthrough', config.passthrough);
+  add('rate_limits.store', (config.rate_limits as { store?: unknown } | undefined)?.store);
   return out;
 }
 

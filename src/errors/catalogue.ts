@@ -2,6 +2,7 @@
  * The catalogue's codes, gathered from their families: what `GatewayError` takes its status from,
  * what the tests walk, and what `npm run docs:gen` writes as `docs/reference/error-codes.md`.
  */
+import { AUDIT, AUDIT_QUERY } from './audit.js';
 import { AUTHENTICATION, BEARER, SIGNATURE } from './authentication.js';
 import type { CodeEntry, CodeFamily, LabelOf } from './entry.js';
 import { FORM, METADATA, PATH } from './input.js';
@@ -22,6 +23,8 @@ const ALL = {
   ...UPSTREAM_TIMEOUT,
   ...UPSTREAM_BAD_ANSWER,
   ...SERVER,
+  ...AUDIT,
+  ...AUDIT_QUERY,
 } as const;
 
 /** A stable error code: `GW_` and upper-case words joined by `_`. */
@@ -45,6 +48,8 @@ export const CODE_FAMILIES: ReadonlyArray<readonly [title: string, codes: CodeFa
   ['Upstream too slow', UPSTREAM_TIMEOUT],
   ['Upstream answers that cannot be used', UPSTREAM_BAD_ANSWER],
   ['The gateway itself', SERVER],
+  ['Audit trail', AUDIT],
+  ['Audit trail queries', AUDIT_QUERY],
 ];
 
 /** The code of each label of `family`: how a factory given a reason finds its code. */

@@ -164,11 +164,4 @@ export const SERVER = {
     reason: 'A PostgreSQL backend could not be reached or did not answer in time.',
     action: 'Operator: check the database (`/readyz`); the client may try again.',
   },
-  GW_AUDIT_OUTCOME_LOST: {
-    status: 500,
-    message: 'audit outcome not recorded',
-    reason:
-      "A change was made, but its audit trail's outcome entry could not be written (contract §12): the change stands.",
-    action: 'Operator: check the audit store; `gateway audit verify` lists the intent without outcome.',
-  },
 } as const satisfies CodeFamily;

@@ -3,18 +3,19 @@
  * `defineCommand`), on Redis's own clock, with a timeout per command. Every gateway and worker on one
  * Redis shares the counts. A Redis down or slow never holds a request: commands are not queued
  * while disconnected, each one is bounded by `timeout`, and an unanswered decision is reported as
- * `undefined` (the stage applies `on_error`), counted, and logged at most once a minute.
+ * `undefined` (the stage applies `on_error`), counted, and logged at most once a minute. The same
+ * holds on Sentinel and Cluster (`redis-client.ts`): every key of one decision carries the subject's
+ * hash tag, so the script's keys (all passed as KEYS) share one slot.
  */
 import { hash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
-import type { RateLimitStoreConfig } from '../config/rate-limits.js';
+import { Cluster } from 'ioredis';
+import type { RedisStoreConfig } from '../config/redis-store.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import { openRedisClient } from './redis-client.js';
 import { DECISION_SCRIPT } from './script.js';
 import type { LimitRule, RateLimitStore, Reply } from './store.js';
-
-type RedisConfig = Extract<RateLimitStoreConfig, { type: 'redis' }>;
 
 /** How often an unavailable store is probed (PING) to find it back. */
 const PROBE_EVERY = 1_000;
@@ -31,23 +32,21 @@ export interface RedisStore extends RateLimitStore {
   connected(ms: number): Promise<void>;
 }
 
-/** Connects to `config.url`; never throws for an unreachable Redis (the store reports it). */
+/**
+ * Connects to the server, the Sentinels' primary or the cluster of `config`; never throws for an
+ * unreachable Redis (the store reports it).
+ */
 export function createRedisStore(
-  config: RedisConfig,
+  config: RedisStoreConfig,
   deps: { logger: Logger; metrics: Metrics },
 ): RedisStore {
   const { logger } = deps;
   const duration = deps.metrics.rateLimitStoreDuration;
-  const client = new Redis(config.url, {
-    // A command sent while disconnected fails at once instead of waiting for a reconnect (and being
-    // counted long after its request was answered).
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    autoResendUnfulfilledCommands: false,
-    commandTimeout: config.timeout,
-    connectTimeout: Math.max(config.timeout, 1_000),
-    retryStrategy: (times) => Math.min(times * 100, 2_000),
-  });
+  const client = openRedisClient(config);
+  // ioredis bounds a cluster command by `timeout` only from when a node first takes it; one refused
+  // before that (its node still connecting) would be retried for up to 16 redirections.
+  const bounded =
+    client instanceof Cluster ? (p: Promise<number[]>) => deadline(p, config.timeout) : undefined;
   client.defineCommand('rateLimit', { lua: DECISION_SCRIPT });
   const decisions = client as unknown as DecisionClient;
   /** The decision's member in a sorted set: unique across processes and decisions. */
@@ -96,7 +95,8 @@ export function createRedisStore(
       args.push(record ? 1 : 0, `${instance}:${sequence++}`);
       for (const rule of rules) args.push(rule.limit, rule.windowMs / 1000);
       const started = performance.now();
-      return decisions.rateLimit(rules.length, ...args).then(
+      const sent = decisions.rateLimit(rules.length, ...args);
+      return (bounded ? bounded(sent) : sent).then(
         (reply) => {
           duration.observe((performance.now() - started) / 1000);
           healthy = true;
@@ -129,4 +129,21 @@ export function createRedisStore(
       client.disconnect();
     },
   };
+}
+
+/** `promise`, or a rejection once `ms` have passed without its answer. */
+function deadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('Command timed out')), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err as Error);
+      },
+    );
+  });
 }
