@@ -11,7 +11,7 @@ import path from 'node:path';
 const LEVELS = [
   ['errors.ts', 'errors', 'config'],
   ['observability', 'signing', 'tls'],
-  ['tokens', 'postgres'],
+  ['tokens', 'postgres', 'audit'],
   ['backends', 'upstream'],
   ['http', 'auth', 'ratelimit', 'validate'],
   ['operations'],
