@@ -66,9 +66,9 @@ t.test('a cycle between two folders of one level fails, naming the thin arrow', 
 
 t.test('a top-level folder with no level fails', async (t) => {
   const src = copyWith(t, 'errors.ts', '');
-  mkdirSync(path.join(src, 'audit'));
-  writeFileSync(path.join(src, 'audit', 'trail.ts'), "export type { Config } from '../config/schema.js';\n");
+  mkdirSync(path.join(src, 'unplaced'));
+  writeFileSync(path.join(src, 'unplaced', 'thing.ts'), "export type { Config } from '../config/schema.js';\n");
   const { code, stderr } = await check(src);
   t.equal(code, 1);
-  t.match(stderr, 'src/audit/ has no level');
+  t.match(stderr, 'src/unplaced/ has no level');
 });
