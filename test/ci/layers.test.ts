@@ -67,7 +67,10 @@ t.test('a cycle between two folders of one level fails, naming the thin arrow', 
 t.test('a top-level folder with no level fails', async (t) => {
   const src = copyWith(t, 'errors.ts', '');
   mkdirSync(path.join(src, 'unplaced'));
-  writeFileSync(path.join(src, 'unplaced', 'thing.ts'), "export type { Config } from '../config/schema.js';\n");
+  writeFileSync(
+    path.join(src, 'unplaced', 'thing.ts'),
+    "export type { Config } from '../config/schema.js';\n",
+  );
   const { code, stderr } = await check(src);
   t.equal(code, 1);
   t.match(stderr, 'src/unplaced/ has no level');
