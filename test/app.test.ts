@@ -1,12 +1,11 @@
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { stringify } from 'yaml';
 import { createApp } from '../src/app.js';
 import { loadConfigFile } from '../src/config/load.js';
-import { baseConfig, copySampleData, merge, signed, startGateway } from './helpers/gateway.js';
+import { baseConfig, copySampleData, merge, patchInFlight, startGateway } from './helpers/gateway.js';
 import { until } from './helpers/wait.js';
 
 function configIn(dir: string, over: Record<string, unknown>) {
@@ -37,27 +36,13 @@ t.test('a stop cuts a stalled upload after the grace, logs it and leaves no temp
   const gw = await startGateway({
     server: { shutdown_grace: '300ms', tmp_dir: spool, body_memory_threshold: 1024 },
   });
-  const target = '/api/v2/sso-providers/1';
-  const body = Buffer.alloc(64 * 1024, 'x');
-  const req = httpRequest({
-    host: '127.0.0.1',
-    port: gw.port,
-    method: 'PATCH',
-    path: target,
-    headers: {
-      ...signed({ method: 'PATCH', target, body }),
-      'Content-Type': 'multipart/form-data; boundary=b',
-      'Content-Length': String(body.length),
-    },
-  });
-  req.on('error', () => undefined);
-  req.write(body.subarray(0, 16 * 1024));
-  await until(() => readdirSync(spool).length > 0);
+  const upload = await patchInFlight(gw, Buffer.alloc(64 * 1024, 'x'), 16 * 1024);
+  await until('the body is spooled to a file', () => readdirSync(spool).length > 0);
   t.equal(readdirSync(spool).length, 1, 'the body is being spooled');
   await gw.close();
   t.same(readdirSync(spool), [], 'no temporary file is left');
   const line = gw.logs.find((l) => l.msg === 'request' && l.operation === 'UpdateSSOProvider');
   t.ok(line, 'the cut request has its log line');
   t.equal(line?.status, 499, 'logged as nginx does a request whose answer was never finished');
-  req.destroy();
+  upload.cancel();
 });

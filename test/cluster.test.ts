@@ -1,13 +1,13 @@
 import { rmSync, writeFileSync } from 'node:fs';
-import { createServer, request as httpRequest } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { stringify } from 'yaml';
 import { workerCount } from '../src/cluster/primary.js';
-import { baseConfig, call, copySampleData, merge, signed } from './helpers/gateway.js';
-import { scrape } from './helpers/metrics.js';
+import { baseConfig, call, copySampleData, merge, patchInFlight } from './helpers/gateway.js';
+import { metric, scrape, series } from './helpers/metrics.js';
 import { type GatewayProcess, type Line, spawnGateway } from './helpers/process.js';
 import { until } from './helpers/wait.js';
 
@@ -74,12 +74,6 @@ t.setTimeout(600_000);
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 
-/** The value of one sample in Prometheus text, or undefined when absent. */
-function sample(text: string, name: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return line === undefined ? undefined : Number(line.slice(name.length + 1));
-}
-
 const workerLines = (proc: Proc, msg: string) => proc.lines.filter((l) => l.msg === msg && 'worker' in l);
 
 t.test('workers: "auto" is the number of cores the process may use', async (t) => {
@@ -111,23 +105,23 @@ t.test('two workers share the API port; /metrics adds up their registries', asyn
   t.equal(res.status, 200);
   t.match(res.headers.get('content-type'), /^text\/plain/);
   const text = await res.text();
-  const labels = 'operation="GetAssetGroupTagMember",method="GET",status_class="2xx",code="200"';
-  t.equal(sample(text, `gateway_requests_total{${labels}}`), K, 'the counts of both workers, summed');
-  t.equal(sample(text, 'gateway_request_duration_seconds_count{operation="GetAssetGroupTagMember"}'), K);
-  t.ok(sample(text, 'process_resident_memory_bytes')! > 0, 'process metrics of the workers');
-  t.equal(text.match(/^nodejs_version_info\{/gm)?.length, 1, 'one version line, not one per worker');
+  const labels = { operation: 'GetAssetGroupTagMember', method: 'GET', status_class: '2xx', code: '200' };
+  t.equal(metric(text, 'gateway_requests_total', labels), K, 'the counts of both workers, summed');
+  t.equal(metric(text, 'gateway_request_duration_seconds_count', { operation: 'GetAssetGroupTagMember' }), K);
+  t.ok((metric(text, 'process_resident_memory_bytes') ?? 0) > 0, 'process metrics of the workers');
+  t.equal(series(text, 'nodejs_version_info').length, 1, 'one version line, not one per worker');
   // The primary's own start time, not a meaningless sum of the workers' (GatewayAbsent relies on it).
-  const start = sample(text, 'process_start_time_seconds')!;
-  t.equal(text.match(/^process_start_time_seconds /gm)?.length, 1, 'one start time');
+  const start = metric(text, 'process_start_time_seconds') ?? 0;
+  t.equal(series(text, 'process_start_time_seconds').length, 1, 'one start time');
   t.ok(Math.abs(start - Date.now() / 1000) < 600, 'a start time, not a sum');
-  t.equal(sample(text, 'gateway_worker_restarts_total'), 0, 'no restart yet, exported at 0');
+  t.equal(metric(text, 'gateway_worker_restarts_total'), 0, 'no restart yet, exported at 0');
   // Taken once, never summed: build info, readiness, the reload timestamp.
-  t.equal(text.match(/^gateway_build_info\{/gm)?.length, 1);
-  t.equal(Number(/^gateway_build_info\{[^}]*\} (\S+)$/m.exec(text)?.[1]), 1, 'build info is 1, not 2');
-  t.equal(sample(text, 'gateway_ready{check="keys"}'), 1, 'readiness is the least ready, not a sum');
-  const reload = sample(text, 'gateway_config_last_reload_success_timestamp_seconds')!;
+  t.equal(series(text, 'gateway_build_info').length, 1);
+  t.equal(metric(text, 'gateway_build_info'), 1, 'build info is 1, not 2');
+  t.equal(metric(text, 'gateway_ready', { check: 'keys' }), 1, 'readiness is the least ready, not a sum');
+  const reload = metric(text, 'gateway_config_last_reload_success_timestamp_seconds') ?? 0;
   t.ok(Math.abs(reload - Date.now() / 1000) < 600, "the reload timestamp is one worker's, not a sum");
-  t.equal(sample(text, 'gateway_client_aborts_total{operation="GetAssetGroupTagMember"}'), 0);
+  t.equal(metric(text, 'gateway_client_aborts_total', { operation: 'GetAssetGroupTagMember' }), 0);
 
   c.proc.child.kill('SIGTERM');
   t.equal(await c.proc.exited, 0);
@@ -148,8 +142,8 @@ t.test('a worker that dies is replaced and the port keeps serving', async (t) =>
   // node:cluster hands the connections out in turn: the new worker gets its share.
   await c.proc.waitFor((l) => l.msg === 'request' && l.worker === replacement.worker);
   t.equal((await fetch(`http://127.0.0.1:${c.adminPort}/readyz`)).status, 200);
-  const text = await (await fetch(`http://127.0.0.1:${c.adminPort}/metrics`)).text();
-  t.equal(sample(text, 'gateway_worker_restarts_total'), 1, 'the replacement is counted');
+  const restarts = await scrape(`http://127.0.0.1:${c.adminPort}`, 'gateway_worker_restarts_total');
+  t.equal(restarts, 1, 'the replacement is counted');
   c.proc.child.kill('SIGTERM');
   t.equal(await c.proc.exited, 0);
 });
@@ -159,40 +153,21 @@ t.test('SIGTERM drains every worker: not ready, in-flight request answered, exit
   t.equal((await fetch(`http://127.0.0.1:${c.adminPort}/readyz`)).status, 200);
 
   // A request whose body is still arriving when SIGTERM comes.
-  const target = '/api/v2/sso-providers/1';
-  const form = '--b\r\nContent-Disposition: form-data; name="name"\r\n\r\nDrained Name\r\n--b--\r\n';
-  let sent!: () => void;
-  const req = httpRequest({
-    host: '127.0.0.1',
-    port: c.port,
-    method: 'PATCH',
-    path: target,
-    headers: {
-      ...signed({ method: 'PATCH', target, body: form }),
-      'Content-Type': 'multipart/form-data; boundary=b',
-      'Content-Length': Buffer.byteLength(form),
-    },
-  });
-  const answered = new Promise<number>((resolve, reject) => {
-    req.on('response', (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-  });
-  req.write(form.slice(0, 10), () => sent());
-  await new Promise<void>((resolve) => (sent = resolve));
+  const patch = await patchInFlight(c);
   // The signal comes once a worker holds the request.
   const admin = `http://127.0.0.1:${c.adminPort}`;
-  await until(async () => (await scrape(admin, 'gateway_requests_in_flight')) === 1);
+  await until(
+    'a worker holds the request',
+    async () => (await scrape(admin, 'gateway_requests_in_flight')) === 1,
+  );
 
   c.proc.child.kill('SIGTERM');
   await c.proc.waitFor((l) => l.msg === 'draining' && !('worker' in l));
   // A second signal while draining changes nothing.
   c.proc.child.kill('SIGTERM');
   t.equal((await fetch(`http://127.0.0.1:${c.adminPort}/readyz`)).status, 503, 'not ready while draining');
-  req.end(form.slice(10));
-  t.equal(await answered, 200, 'the in-flight request finished (the upstream stand-in answers 200)');
+  patch.finish();
+  t.equal(await patch.answered, 200, 'the in-flight request finished (the upstream stand-in answers 200)');
   t.equal(await c.proc.exited, 0);
   t.equal(workerLines(c.proc, 'stopped').length, 2, 'each worker stopped');
   t.match(c.proc.lines.at(-1), { msg: 'stopped' });

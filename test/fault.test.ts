@@ -13,6 +13,7 @@ import { stringify } from 'yaml';
 import { baseConfig, call, copySampleData, merge, ROOT, signed } from './helpers/gateway.js';
 import { startGatewayProcess, stopGatewayProcess } from './helpers/process.js';
 import { startUpstream, type StubUpstream, upstreamBackend } from './helpers/upstream.js';
+import { until } from './helpers/wait.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 const FAULT = ['--import', path.join(ROOT, 'test', 'helpers', 'fault.mjs')];
@@ -67,20 +68,16 @@ function rawGet(target: string): string {
   );
 }
 
-/** Resolves once a new TCP connection to `port` is refused. */
-async function refusesConnections(port: number): Promise<void> {
-  for (;;) {
-    const refused = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(false);
-      });
-      socket.once('error', () => resolve(true));
+/** Opens a TCP connection to `port` and closes it: undefined when accepted, else the error's code. */
+function connectionError(port: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(undefined);
     });
-    if (refused) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
 }
 
 for (const [kind, message] of [
@@ -101,7 +98,7 @@ for (const [kind, message] of [
       // on a second open connection (half its headers).
       const first = await openConnection(gw.port);
       first.socket.write(rawGet(MEMBER));
-      while (stub.seen.length === 0) await new Promise((r) => setTimeout(r, 10));
+      await until('the upstream holds request 1', () => stub.seen.length > 0);
       const second = await openConnection(gw.port);
       const request2 = rawGet(MEMBER);
       const half = request2.indexOf('\r\n') + 2;
@@ -111,8 +108,12 @@ for (const [kind, message] of [
       const fault = await gw.waitFor((l) => l.msg === message);
       t.equal(fault.level, 'fatal');
       t.match(fault.err, { message: /test fault/ }, 'with the error');
-      await refusesConnections(gw.port);
-      t.pass('new connections are refused');
+      let refusal: string | undefined;
+      await until(
+        'the listener stops accepting',
+        async () => (refusal = await connectionError(gw.port)) !== undefined,
+      );
+      t.equal(refusal, 'ECONNREFUSED', 'new connections are refused');
 
       // Request 2 completes after the fault: refused, and its connection closes after the answer.
       second.socket.write(request2.slice(half));

@@ -216,9 +216,9 @@ if (await requirePostgres(t)) {
 
     const admin = `http://127.0.0.1:${reloaded.adminPort}`;
     const counted = async () =>
-      (await scrape(admin, 'gateway_config_reloads_total', { result: 'ok' })) +
-      (await scrape(admin, 'gateway_config_reloads_total', { result: 'error' }));
-    await until(async () => (await counted()) === sent);
+      ((await scrape(admin, 'gateway_config_reloads_total', { result: 'ok' })) ?? 0) +
+      ((await scrape(admin, 'gateway_config_reloads_total', { result: 'error' })) ?? 0);
+    await until('every reload counted', async () => (await counted()) === sent);
     t.equal(
       await scrape(admin, 'gateway_config_reloads_total', { result: 'ok' }),
       sent,
@@ -242,7 +242,7 @@ if (await requirePostgres(t)) {
           [names[1]],
         )
       ).length;
-    await until(async () => (await sessions()) <= 4);
+    await until('the replaced pools closed', async () => (await sessions()) <= 4);
     t.notOk(
       reloaded.lines.some(
         (l) => typeof l.msg === 'string' && l.msg.startsWith('replaced configuration closed'),

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { stringify } from 'yaml';
-import { baseConfig, call, copySampleData, merge, request, signed } from './helpers/gateway.js';
+import { baseConfig, call, copySampleData, merge, patchInFlight, request } from './helpers/gateway.js';
 import { scrape } from './helpers/metrics.js';
 import { startGatewayProcess } from './helpers/process.js';
 import { until } from './helpers/wait.js';
@@ -32,38 +32,20 @@ t.test('SIGTERM drains: readiness goes false, the in-flight request finishes, ex
   t.equal((await fetch(`http://127.0.0.1:${proc.adminPort}/readyz`)).status, 200);
 
   // A request whose body is still arriving when SIGTERM comes.
-  const target = '/api/v2/sso-providers/1';
-  const form = '--b\r\nContent-Disposition: form-data; name="name"\r\n\r\nDrained Name\r\n--b--\r\n';
-  const { request: httpRequest } = await import('node:http');
-  const req = httpRequest({
-    host: '127.0.0.1',
-    port: proc.port,
-    method: 'PATCH',
-    path: target,
-    headers: {
-      ...signed({ method: 'PATCH', target, body: form }),
-      'Content-Type': 'multipart/form-data; boundary=b',
-      'Content-Length': Buffer.byteLength(form),
-    },
-  });
-  const inFlight = new Promise<number>((resolve, reject) => {
-    req.on('response', (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-  });
-  req.write(form.slice(0, 10));
+  const patch = await patchInFlight(proc);
   // The signal comes once the gateway holds the request.
   const admin = `http://127.0.0.1:${proc.adminPort}`;
-  await until(async () => (await scrape(admin, 'gateway_requests_in_flight')) === 1);
+  await until(
+    'the gateway holds the request',
+    async () => (await scrape(admin, 'gateway_requests_in_flight')) === 1,
+  );
   proc.child.kill('SIGTERM');
   await proc.waitFor((l) => l.msg === 'draining');
   // A second signal while draining must not kill the process.
   proc.child.kill('SIGTERM');
   t.equal((await fetch(`${admin}/readyz`)).status, 503, 'not ready while draining');
-  req.end(form.slice(10));
-  t.equal(await inFlight, 200, 'the in-flight request completed');
+  patch.finish();
+  t.equal(await patch.answered, 200, 'the in-flight request completed');
   t.equal(await proc.exited, 0);
   t.ok(proc.lines.some((l) => l.msg === 'draining'));
 });
@@ -75,23 +57,20 @@ t.test('SIGHUP reloads; an invalid new configuration keeps the old one', async (
   const applied = async () =>
     (await call(proc, { method: 'GET', target: MEMBER })).headers['preference-applied'];
   t.equal(await applied(), 'wait=30');
-  const metric = async (name: string) => {
-    const text = await (await fetch(`http://127.0.0.1:${proc.adminPort}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-    return line === undefined ? undefined : Number(line.split(' ').pop());
-  };
+  const admin = `http://127.0.0.1:${proc.adminPort}`;
+  const reloads = (result: string) => scrape(admin, 'gateway_config_reloads_total', { result });
   const LAST = 'gateway_config_last_reload_success_timestamp_seconds';
-  t.equal(await metric('gateway_config_reloads_total{result="ok"}'), 0, 'reloads counted from 0');
-  t.equal(await metric('gateway_config_reloads_total{result="error"}'), 0);
-  const loaded = (await metric(LAST)) as number;
+  t.equal(await reloads('ok'), 0, 'reloads counted from 0');
+  t.equal(await reloads('error'), 0);
+  const loaded = (await scrape(admin, LAST)) ?? 0;
   t.ok(Math.abs(loaded - Date.now() / 1000) < 120, 'the start is the first successful load');
 
   writeConfig(dir, { prefer: { default_wait: 7 } });
   proc.child.kill('SIGHUP');
   await proc.waitFor((l) => l.msg === 'configuration reloaded');
   t.equal(await applied(), 'wait=7');
-  t.equal(await metric('gateway_config_reloads_total{result="ok"}'), 1);
-  const reloaded = (await metric(LAST)) as number;
+  t.equal(await reloads('ok'), 1);
+  const reloaded = (await scrape(admin, LAST)) ?? 0;
   t.ok(reloaded >= loaded, 'the last success moves on');
 
   writeFileSync(file, readFileSync(file, 'utf8').replace('default_wait: 7', 'default_wait: seven'));
@@ -101,8 +80,8 @@ t.test('SIGHUP reloads; an invalid new configuration keeps the old one', async (
   );
   t.match(JSON.stringify(failed.problems), /prefer\.default_wait/);
   t.equal(await applied(), 'wait=7', 'old configuration still in force');
-  t.equal(await metric('gateway_config_reloads_total{result="error"}'), 1, 'a failed reload is counted');
-  t.equal(await metric(LAST), reloaded, 'and is no success');
+  t.equal(await reloads('error'), 1, 'a failed reload is counted');
+  t.equal(await scrape(admin, LAST), reloaded, 'and is no success');
   t.equal((await request(proc, { method: 'GET', target: '/nope' })).status, 404);
   proc.child.kill('SIGTERM');
   t.equal(await proc.exited, 0);

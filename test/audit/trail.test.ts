@@ -11,7 +11,7 @@ import { type AuditTrail, createAuditTrail, type Refusal, type UpdateStart } fro
 import type { AuditStore } from '../../src/audit/store.js';
 import { verifyTrail } from '../../src/audit/verify.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { sampleSum } from '../helpers/metrics.js';
+import { metric } from '../helpers/metrics.js';
 import { fileUnderTest, manualClock, storesUnderTest } from './helpers.js';
 
 const START: UpdateStart = {
@@ -46,9 +46,9 @@ function observed(store: AuditStore, options: { refused?: boolean; now?: () => n
     metrics: createAuditMetrics(registry),
     ...options,
   });
-  const metric = async (name: string, labels: Record<string, string> = {}) =>
-    sampleSum(await registry.metrics(), name, labels);
-  return { trail, lines, metric };
+  const metricOf = async (name: string, labels: Record<string, string> = {}) =>
+    metric(await registry.metrics(), name, labels);
+  return { trail, lines, metric: metricOf };
 }
 
 async function entries(store: AuditStore): Promise<AuditEntry[]> {

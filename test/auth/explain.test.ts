@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import t, { type Test } from 'tap';
 import { multipart, request, signed, startGateway, TOKENS } from '../helpers/gateway.js';
-import { until } from '../helpers/jwks.js';
+import { until } from '../helpers/wait.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 const PATCH = '/api/v2/sso-providers/1';
@@ -35,7 +35,7 @@ t.test('a client that leaves the query out of what it signs is shown what the ga
     },
   ]);
   t.equal(res.json().http_status, 401);
-  await until(() => gw.logs.some((l) => l.request_id === res.headers.requestid));
+  await until('the request is logged', () => gw.logs.some((l) => l.request_id === res.headers.requestid));
   const text = JSON.stringify(gw.logs);
   t.match(text, /"auth_failure":"digest_mismatch"/, 'the refusal is logged');
   t.notMatch(text, /secret-query-value/, 'the query never reaches a log line');

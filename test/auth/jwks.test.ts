@@ -10,8 +10,9 @@ import { ConfigError, loadConfigFile, parseConfig } from '../../src/config/load.
 import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { errorOf, JWT_SECRET, request, startGateway, type TestGateway } from '../helpers/gateway.js';
-import { type JwksServer, startJwksServer, testKey, type TestKey, until } from '../helpers/jwks.js';
+import { type JwksServer, startJwksServer, testKey, type TestKey } from '../helpers/jwks.js';
 import { scrape } from '../helpers/metrics.js';
+import { until } from '../helpers/wait.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 const READ = { permissions: ['asset_group_tags:read'] };
@@ -40,12 +41,10 @@ async function gateway(t: Test, server: JwksServer, jwt: Record<string, unknown>
 
 const ready = async (gw: TestGateway) => (await fetch(`${gw.adminUrl}/readyz`)).status;
 
-/** A metric of `/metrics`, summed over the series holding `labels` (0 when absent). */
-const metric = (gw: TestGateway, name: string, labels: Record<string, string> = {}) =>
-  scrape(gw.adminUrl, name, labels);
 const failures = (gw: TestGateway, reason: string) =>
-  metric(gw, 'gateway_auth_failures_total', { scheme: 'bearer', reason });
-const fetches = (gw: TestGateway, result: string) => metric(gw, 'gateway_jwks_fetches_total', { result });
+  scrape(gw.adminUrl, 'gateway_auth_failures_total', { scheme: 'bearer', reason });
+const fetches = (gw: TestGateway, result: string) =>
+  scrape(gw.adminUrl, 'gateway_jwks_fetches_total', { result });
 
 /** `error_description` of `WWW-Authenticate` by reason (contract §3). */
 const DESCRIPTION: Record<string, string> = {
@@ -64,7 +63,7 @@ const DESCRIPTION: Record<string, string> = {
 
 /** A refused bearer token: 401 in the envelope, counted under `reason`, which the log line names. */
 async function refused(t: Test, gw: TestGateway, token: string, reason: string) {
-  const before = await failures(gw, reason);
+  const before = (await failures(gw, reason)) ?? 0;
   const res = await bearer(gw, token);
   t.equal(res.status, 401, reason);
   t.same(errorOf(res), {
@@ -79,7 +78,7 @@ async function refused(t: Test, gw: TestGateway, token: string, reason: string) 
     'WWW-Authenticate says why',
   );
   // The log line is written when the response closes: wait for it.
-  await until(() => gw.logs.some((l) => l.request_id === res.headers.requestid));
+  await until('the request is logged', () => gw.logs.some((l) => l.request_id === res.headers.requestid));
   const line = gw.logs.find((l) => l.request_id === res.headers.requestid);
   t.equal(line?.auth_failure, reason, 'the log line names the reason');
 }
@@ -93,12 +92,12 @@ t.test('keys load at start: /readyz is 503 until the JWKS answers', async (t) =>
   t.equal(await ready(gw), 503, 'not ready without keys');
   await refused(t, gw, await rsa.sign(READ), 'jwks_unavailable');
   server.mode = 'ok';
-  await until(async () => (await ready(gw)) === 200);
+  await until('the gateway is ready', async () => (await ready(gw)) === 200);
   t.equal((await bearer(gw, await rsa.sign(READ))).status, 200, 'RS256');
   t.equal((await bearer(gw, await ec.sign(READ))).status, 200, 'ES256');
-  t.equal(await metric(gw, 'gateway_jwks_keys'), 2);
+  t.equal(await scrape(gw.adminUrl, 'gateway_jwks_keys'), 2);
   t.equal(await fetches(gw, 'ok'), 1, 'one good fetch');
-  t.ok((await fetches(gw, 'error')) >= 1, 'the failed ones counted');
+  t.ok(((await fetches(gw, 'error')) ?? 0) >= 1, 'the failed ones counted');
   const hs = await new SignJWT({ exp: Math.floor(Date.now() / 1000) + 60, ...READ })
     .setProtectedHeader({ alg: 'HS256' })
     .sign(Buffer.from(JWT_SECRET, 'base64'));
@@ -116,7 +115,10 @@ t.test('a request that arrives during the first fetch waits for it', async (t) =
   const answer = bearer(gw, await rsa.sign(READ)).finally(() => (settled = true));
   // Released only once the gateway holds the request: a 200 then proves it waited for the keys
   // (without them it is refused at once, 401 jwks_unavailable).
-  await until(async () => (await metric(gw, 'gateway_requests_in_flight')) === 1);
+  await until(
+    'the gateway holds the request',
+    async () => (await scrape(gw.adminUrl, 'gateway_requests_in_flight')) === 1,
+  );
   t.notOk(settled, 'the request waits for the keys');
   server.mode = 'ok';
   server.release();
@@ -131,7 +133,7 @@ t.test('rotation: a new kid is accepted after one fetch; a removed one is refuse
   );
   const server = await idp(t, [one!]);
   const gw = await gateway(t, server);
-  await until(async () => (await ready(gw)) === 200);
+  await until('the gateway is ready', async () => (await ready(gw)) === 200);
   const old = await one!.sign(READ);
   t.equal((await bearer(gw, old)).status, 200);
   server.keys = [one!.jwk, two!.jwk];
@@ -144,7 +146,7 @@ t.test('rotation: a new kid is accepted after one fetch; a removed one is refuse
   t.equal((await bearer(gw, await three!.sign(READ))).status, 200, 'another new kid: one more fetch');
   t.equal(server.fetches, 3);
   await refused(t, gw, old, 'unknown_kid');
-  t.equal(await metric(gw, 'gateway_jwks_keys'), 2);
+  t.equal(await scrape(gw.adminUrl, 'gateway_jwks_keys'), 2);
 });
 
 t.test(
@@ -153,7 +155,7 @@ t.test(
     const [one, two] = await Promise.all(['k1', 'k2'].map((kid, n) => testKey('ES256', kid, { n })));
     const server = await idp(t, [one!]);
     const gw = await gateway(t, server, { jwks_cooldown: '2s' });
-    await until(async () => (await ready(gw)) === 200);
+    await until('the gateway is ready', async () => (await ready(gw)) === 200);
     await refused(t, gw, await one!.sign(READ, { kid: 'made-up' }), 'unknown_kid');
     server.keys = [one!.jwk, two!.jwk];
     const token = await two!.sign(READ);
@@ -176,7 +178,7 @@ t.test('a deadline that fires while the request waits for keys is a 504, not a r
   const rsa = await testKey('RS256', 'rsa-1');
   const server = await idp(t, [rsa]);
   const gw = await gateway(t, server, { jwks_timeout: '10s' });
-  await until(async () => (await ready(gw)) === 200);
+  await until('the gateway is ready', async () => (await ready(gw)) === 200);
   server.mode = 'hang';
   const began = performance.now();
   const res = await request(gw, {
@@ -195,7 +197,7 @@ t.test('a request waiting for the next allowed fetch when a reload happens still
   const [one, two] = await Promise.all(['k1', 'k2'].map((kid, n) => testKey('ES256', kid, { n })));
   const server = await idp(t, [one!]);
   const gw = await gateway(t, server, { jwks_cooldown: '1s' });
-  await until(async () => (await ready(gw)) === 200);
+  await until('the gateway is ready', async () => (await ready(gw)) === 200);
   await refused(t, gw, await one!.sign(READ, { kid: 'made-up' }), 'unknown_kid');
   server.keys = [one!.jwk, two!.jwk];
   const waiting = bearer(gw, await two!.sign(READ));
@@ -210,19 +212,19 @@ t.test('a background refresh drops a withdrawn key, cached tokens included', asy
   const server = await idp(t, [one!, two!]);
   // The cooldown forbids any refetch on demand: only the background refresh can see the change.
   const gw = await gateway(t, server, { jwks_refresh_interval: '1s', jwks_cooldown: '10m' });
-  await until(async () => (await ready(gw)) === 200);
+  await until('the gateway is ready', async () => (await ready(gw)) === 200);
   const token = await one!.sign(READ);
   t.equal((await bearer(gw, token)).status, 200);
   t.equal((await bearer(gw, token)).status, 200);
-  t.equal(await metric(gw, 'gateway_jwt_verifications_total', { result: 'cached' }), 1, 'cached');
+  t.equal(await scrape(gw.adminUrl, 'gateway_jwt_verifications_total', { result: 'cached' }), 1, 'cached');
   server.keys = [two!.jwk];
-  await until(async () => (await fetches(gw, 'ok')) === 2);
+  await until('the background refresh fetches', async () => (await fetches(gw, 'ok')) === 2);
   await refused(t, gw, token, 'unknown_kid');
   t.equal(server.fetches, 3, 'the withdrawn kid: one fetch on demand, the first an unknown kid caused');
   t.equal((await bearer(gw, await two!.sign(READ))).status, 200);
   await refused(t, gw, token, 'unknown_kid');
   t.equal(server.fetches, 3, 'none more within the cooldown (the request is refused at its deadline)');
-  t.equal(await metric(gw, 'gateway_jwks_keys'), 1);
+  t.equal(await scrape(gw.adminUrl, 'gateway_jwks_keys'), 1);
 });
 
 t.test('the identity provider down, answering garbage, hanging, and back', async (t) => {
@@ -232,17 +234,17 @@ t.test('the identity provider down, answering garbage, hanging, and back', async
   // `no-cache`: the gateway refreshes every cooldown, so each state below is fetched quickly.
   server.headers = { 'Cache-Control': 'no-cache' };
   const gw = await gateway(t, server, { jwks_timeout: '200ms' });
-  await until(async () => (await ready(gw)) === 200);
+  await until('the gateway is ready', async () => (await ready(gw)) === 200);
   const serving = async (what: string) => {
     await server.fetched(server.fetches + 2);
     t.equal(await ready(gw), 200, `${what}: still ready`);
     t.equal((await bearer(gw, await rsa.sign({ ...READ, jti: randomUUID() }))).status, 200, `${what}: RS256`);
     t.equal((await bearer(gw, await ec.sign({ ...READ, jti: randomUUID() }))).status, 200, `${what}: ES256`);
-    t.equal(await metric(gw, 'gateway_jwks_keys'), 2, `${what}: the last keys kept`);
+    t.equal(await scrape(gw.adminUrl, 'gateway_jwks_keys'), 2, `${what}: the last keys kept`);
   };
   server.mode = 'down';
   await serving('down');
-  t.ok((await fetches(gw, 'error')) >= 2);
+  t.ok(((await fetches(gw, 'error')) ?? 0) >= 2);
   server.mode = 'garbage';
   const bigKey = { ...rsa.jwk, x5c: ['A'.repeat(1024 * 1024)] };
   for (const garbage of [
@@ -264,24 +266,27 @@ t.test('the identity provider down, answering garbage, hanging, and back', async
     server.garbage = garbage;
     await serving(`garbage ${garbage.slice(0, 30)}`);
   }
-  const invalid = await fetches(gw, 'invalid');
+  const invalid = (await fetches(gw, 'invalid')) ?? 0;
   t.ok(invalid >= 8, `${invalid} invalid`);
   server.mode = 'hang';
   await serving('hanging');
-  await until(async () => (await fetches(gw, 'timeout')) >= 1);
+  await until('a fetch times out', async () => ((await fetches(gw, 'timeout')) ?? 0) >= 1);
   const fresh = await testKey('ES256', 'ec-2', { n: 1 });
   server.keys = [fresh.jwk];
   server.mode = 'ok';
-  await until(async () => (await bearer(gw, await fresh.sign(READ))).status === 200);
+  await until(
+    'a token of the new key passes',
+    async () => (await bearer(gw, await fresh.sign(READ))).status === 200,
+  );
   await refused(t, gw, await rsa.sign(READ), 'unknown_kid');
-  t.equal(await metric(gw, 'gateway_jwks_keys'), 1);
+  t.equal(await scrape(gw.adminUrl, 'gateway_jwks_keys'), 1);
 });
 
 t.test('a flood of made-up kids does not reach the identity provider', async (t) => {
   const rsa = await testKey('RS256', 'rsa-1');
   const server = await idp(t, [rsa]);
   const gw = await gateway(t, server, { jwks_cooldown: '10m' });
-  await until(async () => (await ready(gw)) === 200);
+  await until('the gateway is ready', async () => (await ready(gw)) === 200);
   const tokens = await Promise.all(Array.from({ length: 100 }, () => rsa.sign(READ, { kid: randomUUID() })));
   const answers = await Promise.all(tokens.map((tok) => bearer(gw, tok)));
   t.same(new Set(answers.map((r) => r.status)), new Set([401]));
@@ -296,7 +301,7 @@ t.test('the checks on a token from the identity provider', async (t) => {
   const ec = await testKey('ES256', 'ec-1');
   const server = await idp(t, [rsa, ec]);
   const gw = await gateway(t, server, { issuer: 'https://idp.test', audience: ['gw', 'gw-2'] });
-  await until(async () => (await ready(gw)) === 200);
+  await until('the gateway is ready', async () => (await ready(gw)) === 200);
   const now = Math.floor(Date.now() / 1000);
   const good = { ...READ, iss: 'https://idp.test', aud: 'gw' };
   t.equal((await bearer(gw, await rsa.sign(good))).status, 200);
@@ -332,7 +337,7 @@ t.test('a single configured audience', async (t) => {
   const ec = await testKey('ES256', 'ec-1');
   const server = await idp(t, [ec]);
   const gw = await gateway(t, server, { audience: 'gw' });
-  await until(async () => (await ready(gw)) === 200);
+  await until('the gateway is ready', async () => (await ready(gw)) === 200);
   t.equal((await bearer(gw, await ec.sign({ ...READ, aud: 'gw' }))).status, 200);
   await refused(t, gw, await ec.sign({ ...READ, aud: 'gw-2' }), 'bad_audience');
   await refused(t, gw, await ec.sign(READ), 'bad_audience');
@@ -343,7 +348,7 @@ t.test('the algorithm allow-list and tokens without a kid', async (t) => {
   const ec = await testKey('ES256', 'ec-1');
   const server = await idp(t, [rsa, ec]);
   const gw = await gateway(t, server, { algorithms: ['ES256', 'PS256'] });
-  await until(async () => (await ready(gw)) === 200);
+  await until('the gateway is ready', async () => (await ready(gw)) === 200);
   t.equal((await bearer(gw, await ec.sign(READ))).status, 200);
   await refused(t, gw, await rsa.sign(READ), 'bad_algorithm');
   const ps = await testKey('PS256', 'rsa-1');
@@ -364,13 +369,15 @@ t.test('permissions come from the claim; a token without it gets default_permiss
   const ec = await testKey('ES256', 'ec-1');
   const server = await idp(t, [ec]);
   const gw = await gateway(t, server, { permissions_claim: 'scope' });
-  await until(async () => (await ready(gw)) === 200);
+  await until('the gateway is ready', async () => (await ready(gw)) === 200);
   const status = async (claims: Record<string, unknown>) => (await bearer(gw, await ec.sign(claims))).status;
   t.equal(await status({ scope: 'openid asset_group_tags:read' }), 200, 'a space-separated string');
   t.equal(await status({ scope: ['asset_group_tags:read'] }), 200, 'an array');
   t.equal(await status({ scope: ['collectors:read'] }), 403);
   t.equal(await status({ sub: 'alice' }), 403, 'no claim: the default, []');
-  await until(() => gw.logs.some((l) => l.msg === 'request' && l.subject === 'alice'));
+  await until("alice's request is logged", () =>
+    gw.logs.some((l) => l.msg === 'request' && l.subject === 'alice'),
+  );
 });
 
 t.test('the verified-token cache', async (t) => {
@@ -378,14 +385,14 @@ t.test('the verified-token cache', async (t) => {
   const server = await idp(t, [ec]);
   const gw = await gateway(t, server);
   const off = await gateway(t, server, { token_cache_size: 0 });
-  await until(async () => (await ready(gw)) === 200 && (await ready(off)) === 200);
+  await until('both gateways are ready', async () => (await ready(gw)) === 200 && (await ready(off)) === 200);
   const token = await ec.sign(READ);
   for (let i = 0; i < 3; i++) {
     t.equal((await bearer(gw, token)).status, 200);
     t.equal((await bearer(off, token)).status, 200);
   }
   const verified = (g: TestGateway, result: string) =>
-    metric(g, 'gateway_jwt_verifications_total', { result });
+    scrape(g.adminUrl, 'gateway_jwt_verifications_total', { result });
   t.equal(await verified(gw, 'verified'), 1, 'one signature check');
   t.equal(await verified(gw, 'cached'), 2, 'then the cache');
   t.equal(await verified(off, 'verified'), 3, 'token_cache_size 0: every time');
@@ -461,7 +468,7 @@ t.test('the key manager on its own', async (t) => {
       const server = await idp(t, [ec]);
       let clock = 1_000_000;
       const { keys } = manager(server, { now: () => clock });
-      await until(() => keys.ready());
+      await until('the keys are loaded', () => keys.ready());
       // A deadline before the cooldown's end: a request inside it is refused at once.
       const soon = () => ({ deadline: clock + 1 });
       const flood = () =>
@@ -489,7 +496,7 @@ t.test('the key manager on its own', async (t) => {
     async (t) => {
       const server = await idp(t, [ec]);
       const { keys } = manager(server, { cooldown: 400 });
-      await until(() => keys.ready());
+      await until('the keys are loaded', () => keys.ready());
       t.equal(await reason(keys.resolve('ES256', 'made-up')), 'unknown_kid');
       t.equal(server.fetches, 2, 'a fetch at once for the first unknown kid');
       const fresh = await testKey('ES256', 'ec-2', { n: 1 });
@@ -519,7 +526,7 @@ t.test('the key manager on its own', async (t) => {
   t.test('at most 1,000 requests wait; beyond, a request is refused at once', async (t) => {
     const server = await idp(t, [ec]);
     const { keys } = manager(server, { cooldown: 1_500 });
-    await until(() => keys.ready());
+    await until('the keys are loaded', () => keys.ready());
     t.equal(await reason(keys.resolve('ES256', 'made-up')), 'unknown_kid');
     let settled = 0;
     const waiting = Array.from({ length: MAX_WAITING }, (_, i) =>
@@ -537,7 +544,7 @@ t.test('the key manager on its own', async (t) => {
   t.test('a refusal for an unknown kid names it, cut at 64 characters and cleaned', async (t) => {
     const server = await idp(t, [ec]);
     const { keys } = manager(server);
-    await until(() => keys.ready());
+    await until('the keys are loaded', () => keys.ready());
     const kid = `evil\n${'k'.repeat(100)}`;
     const err = (await keys.resolve('ES256', kid).catch((e: unknown) => e)) as {
       log?: Record<string, string>;
@@ -574,7 +581,7 @@ t.test('the key manager on its own', async (t) => {
       doc = body;
       const before = lines.length;
       const { keys, count } = manager(keysServer, { source: { discoveryUrl: url, issuer } });
-      await until(async () => (await count('invalid')) === 1);
+      await until('an invalid fetch is counted', async () => (await count('invalid')) === 1);
       t.match(
         lines.slice(before).find((l) => l.msg === 'jwks fetch failed'),
         { reason, provider: 'test' },
@@ -586,7 +593,7 @@ t.test('the key manager on its own', async (t) => {
     t.equal(keysServer.fetches, 0, 'no key set fetched from a document that does not qualify');
     doc = JSON.stringify({ issuer, jwks_uri: `${keysServer.url}?tenant=a` });
     const { keys } = manager(keysServer, { source: { discoveryUrl: url, issuer } });
-    await until(() => keys.ready());
+    await until('the keys are loaded', () => keys.ready());
     t.equal(keys.status(), true);
     t.equal(keysServer.fetches, 1, 'a jwks_uri with a query is fine');
   });
@@ -634,7 +641,10 @@ t.test('the key manager on its own', async (t) => {
     moved.status = 302;
     moved.headers = { Location: target.url };
     const [a, b] = [manager(big), manager(moved)];
-    await until(async () => (await a.count('invalid')) === 1 && (await b.count('error')) === 1);
+    await until(
+      'both fetches fail',
+      async () => (await a.count('invalid')) === 1 && (await b.count('error')) === 1,
+    );
     t.equal(target.fetches, 0, 'the redirect was not followed');
     t.ok(
       lines.some((l) => JSON.stringify(l).includes('redirect refused')),
@@ -661,7 +671,7 @@ t.test('the key manager on its own', async (t) => {
       // has, the closed one's refresh would be due too.
       const control = await idp(t, [ec]);
       const open = manager(control, settings);
-      await until(() => open.keys.ready(), 15_000);
+      await until('the open key manager is ready', () => open.keys.ready());
       await control.fetched(2, 15_000);
       t.equal(server.fetches, 1, 'no background refresh after close');
       t.equal(await reason(keys.resolve('ES256', 'made-up')), 'unknown_kid');
@@ -677,9 +687,9 @@ t.test('the key manager on its own', async (t) => {
       Object.assign(Object.create(server) as JwksServer, { url: `${server.url}?api_key=hunter2` }),
       { cooldown: 10 },
     );
-    await until(async () => (await count('invalid')) >= 1);
+    await until('an invalid fetch is counted', async () => (await count('invalid')) >= 1);
     server.mode = 'ok';
-    await until(() => keys.ready());
+    await until('the keys are loaded', () => keys.ready());
     const text = JSON.stringify(lines);
     t.notMatch(text, /hunter2|secret-looking/);
     const mine = lines.filter((l) => l.jwks_url === server.url);

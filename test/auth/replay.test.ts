@@ -5,6 +5,7 @@
  */
 import t, { type Test } from 'tap';
 import { errorOf, request, signed, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { scrape } from '../helpers/metrics.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 const MESSAGE = 'unable to validate request signature for client: request date offset exceeds max_utc_offset';
@@ -33,12 +34,6 @@ function replayed(ago: number): Record<string, string> {
   return { ...headers, RequestDate: replayDate };
 }
 
-async function metric(gw: TestGateway, line: RegExp): Promise<number> {
-  const text = await (await fetch(`${gw.adminUrl}/metrics`)).text();
-  const found = text.split('\n').find((l) => line.test(l));
-  return found === undefined ? 0 : Number(found.split(' ').pop());
-}
-
 async function refusedForOffset(t: Test, gw: TestGateway, headers: Record<string, string>, name: string) {
   const res = await request(gw, { method: 'GET', target: MEMBER, headers });
   t.equal(res.status, 401, name);
@@ -59,7 +54,10 @@ t.test('the default max_utc_offset (14h) takes every real zone and refuses beyon
   }
   const line = gw.logs.find((l) => l.msg === 'request' && l.status === 401);
   t.equal(line?.auth_failure, 'utc_offset');
-  t.equal(await metric(gw, /^gateway_auth_failures_total\{scheme="signature",reason="utc_offset"\}/), 3);
+  t.equal(
+    await scrape(gw.adminUrl, 'gateway_auth_failures_total', { scheme: 'signature', reason: 'utc_offset' }),
+    3,
+  );
 });
 
 t.test('a capture replayed hours later with a changed offset', async (t) => {

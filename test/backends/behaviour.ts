@@ -14,7 +14,7 @@ import type {
   SsoProviderUpdate,
 } from '../../src/backends/sso-providers/backend.js';
 import type { Answer, BackendCall } from '../../src/backends/backend-call.js';
-import { callOf } from '../helpers/backend.js';
+import { callOf, provider } from '../helpers/backend.js';
 
 /** A store backend as these cases use it: one that answers itself (never relays an upstream's answer). */
 type Sso = Omit<SsoProvidersBackend, 'update'> & {
@@ -39,28 +39,6 @@ const aborted = () => {
   c.abort(new Error('deadline'));
   return callOf(c.signal);
 };
-
-export function provider(ssoId: number, id: number, over: Record<string, unknown> = {}) {
-  return {
-    id,
-    created_at: '2024-01-01T00:00:00Z',
-    updated_at: '2024-01-02T00:00:00Z',
-    deleted_at: { time: '0001-01-01T00:00:00Z', valid: false },
-    name: `provider ${ssoId}`,
-    display_name: `provider ${ssoId}`,
-    idp_issuer_uri: 'urn:idp',
-    idp_sso_uri: 'https://idp.example.com/sso',
-    principal_attribute_mappings: ['email', 'groups'],
-    sp_issuer_uri: 'https://sp.example.com',
-    sp_sso_uri: 'https://sp.example.com/sso',
-    sp_metadata_uri: 'https://sp.example.com/metadata',
-    sp_acs_uri: 'https://sp.example.com/acs',
-    sso_provider_id: { int32: ssoId, valid: true },
-    metadata_xml: '<md:EntityDescriptor/>',
-    auto_provision: { enabled: false, default_role_id: 1, role_provision: false },
-    ...over,
-  };
-}
 
 export const SSO = {
   roles: [1, 2, 3],

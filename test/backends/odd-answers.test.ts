@@ -99,13 +99,18 @@ t.test('pass-through sends the raw target even when every pooled connection is b
     await stub.close();
   });
   const slow = call(gw, { method: 'GET', target: '/api/v2/slow' });
-  while (stub.seen.length === 0) await new Promise((r) => setImmediate(r));
+  await until('the upstream holds the slow request', () => stub.seen.length > 0, undefined, 1);
   // The one connection is busy: these wait for it in the agent's queue. Released only once the
   // gateway has handed all of them to its agent (Node's own method, observed, not replaced).
   // Each one a URL parser would change: `{}` escaped, a bare `?` dropped.
   const targets = ['/api/v2/things/{x}?', '/api/v2/q/{a}?b={c}', '/api/v2/x?', '/api/v2/y/`z`?%zz'];
   const queued = targets.map((target) => call(gw, { method: 'GET', target }));
-  while (handed < 1 + targets.length) await new Promise((r) => setTimeout(r, 5));
+  await until(
+    'the gateway hands every request to its agent',
+    () => handed >= 1 + targets.length,
+    undefined,
+    5,
+  );
   release();
   t.equal((await slow).status, 200);
   for (const res of await Promise.all(queued)) t.equal(res.status, 200);
@@ -170,8 +175,11 @@ t.test('pass-through: an unasked 101 or a status out of range is a 502 at once',
       passthrough: { url: up.url, auth: AUTH, connections: 1, headers_timeout: '120s' },
     });
     t.teardown(() => gw.close());
-    const errorsOf = () =>
-      scrape(gw.adminUrl, 'gateway_upstream_errors_total', { backend: 'passthrough', kind: 'status' });
+    const errorsOf = async () =>
+      (await scrape(gw.adminUrl, 'gateway_upstream_errors_total', {
+        backend: 'passthrough',
+        kind: 'status',
+      })) ?? 0;
     const before = await errorsOf();
 
     t.equal((await call(gw, { method: 'GET', target: '/api/v2/first' })).status, 200, `${name}: warm`);
@@ -186,7 +194,7 @@ t.test('pass-through: an unasked 101 or a status out of range is a 502 at once',
     const odd = up.seen.find((s) => s.target === '/bh/api/v2/odd');
     t.equal(odd?.connection, up.seen[0]?.connection, `${name}: the warm pooled connection carried it`);
     // The gateway closes the connection that answered it (a hang here fails the test).
-    await until(() => up.closed.has(odd?.connection ?? 0));
+    await until('the answering connection closed', () => up.closed.has(odd?.connection ?? 0));
 
     const next = await call(gw, { method: 'GET', target: '/api/v2/next' });
     t.equal(next.status, 200, `${name}: the next request through the pool is served`);

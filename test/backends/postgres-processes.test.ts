@@ -14,7 +14,7 @@ import {
   stopGatewayProcess as stop,
 } from '../helpers/process.js';
 import { createDatabase, importStores, requirePostgres, sql } from '../helpers/postgres.js';
-import { provider } from './behaviour.js';
+import { provider } from '../helpers/backend.js';
 import { until } from '../helpers/wait.js';
 
 const PROVIDERS = 100;
@@ -111,7 +111,7 @@ if (await requirePostgres(t)) {
     // Log lines come through a pipe, and may arrive after the answers: wait for them.
     const audits = () => gateways.flatMap((g) => g.lines.filter((l) => l.audit === 'sso_provider_update'));
     const applied = answers.filter((r) => r.status === 200).length;
-    await until(() => audits().length >= applied);
+    await until('every applied update is audited', () => audits().length >= applied);
     t.equal(audits().length, 200, 'one audit line per change');
     t.ok(
       gateways.every((g) => g.lines.filter((l) => l.audit).length > 50),

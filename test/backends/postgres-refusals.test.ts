@@ -13,11 +13,13 @@ import {
   ADMIN_URL,
   createDatabase,
   createRole,
+  holdLock,
   importStores,
   requirePostgres,
   sql,
   withUser,
 } from '../helpers/postgres.js';
+import { until } from '../helpers/wait.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 const STORE = { status: 503, context: 'store', message: 'store unavailable' };
@@ -69,25 +71,10 @@ async function readiness(gw: TestGateway) {
   return { status: res.status, postgres: body.checks?.postgres };
 }
 
-/**
- * Polls `/readyz` (20 ms between tries) until it answers `status`; resolves to the ms since `since`
- * (a `Date.now()`), failing after 15 s.
- */
+/** Waits until `/readyz` answers `status`; resolves to the ms since `since` (a `Date.now()`). */
 async function readyzTurns(gw: TestGateway, status: number, since = Date.now()): Promise<number> {
-  while ((await readiness(gw)).status !== status) {
-    if (Date.now() - since > 15_000) throw new Error(`/readyz never answered ${status}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await until(`/readyz answers ${status}`, async () => (await readiness(gw)).status === status);
   return Date.now() - since;
-}
-
-/** Polls `check` until it holds (20 ms between tries), failing after 15 s. */
-async function until(what: string, check: () => Promise<boolean>) {
-  const end = Date.now() + 15_000;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /**
@@ -264,11 +251,11 @@ if (await requirePostgres(t)) {
       t.teardown(() => gw.close());
 
       // Another session holds provider 1's row: the PATCH's transaction waits for its lock.
-      const holder = new pg.Client({ connectionString: url });
-      await holder.connect();
-      t.teardown(() => holder.end());
-      await holder.query('BEGIN');
-      await holder.query('SELECT 1 FROM saml_providers WHERE sso_provider_id = 1 FOR UPDATE');
+      const holder = await holdLock(
+        t,
+        url,
+        'SELECT 1 FROM saml_providers WHERE sso_provider_id = 1 FOR UPDATE',
+      );
       const patching = rename(gw, 'Never applied', { Prefer: 'wait=30' });
       const waiting = () =>
         sql<{ pid: number }>(

@@ -52,7 +52,10 @@ async function gatewayOn(t: Test, database: string, over: Record<string, unknown
 /** Starts a PATCH of provider 1 and resolves once the gateway holds it, its body half sent. */
 async function heldPatch(gw: TestGateway, name: string) {
   const held = patchInParts(gw, '/api/v2/sso-providers/1', name);
-  await until(async () => (await scrape(gw.adminUrl, 'gateway_requests_in_flight')) === 1);
+  await until(
+    'the PATCH in flight',
+    async () => (await scrape(gw.adminUrl, 'gateway_requests_in_flight')) === 1,
+  );
   return held;
 }
 
@@ -78,7 +81,7 @@ if (await requirePostgres(t)) {
     const held = await heldPatch(gw, 'Never applied');
     await gw.app.reload(loadConfigFile(gw.configFile));
     const closing = (l: Record<string, unknown>) => typeof l.msg === 'string' && l.msg.startsWith('replaced');
-    await until(() => gw.logs.some(closing));
+    await until('the replaced configuration closed', () => gw.logs.some(closing));
     t.match(gw.logs.find(closing), {
       level: 'warn',
       requests: 1,

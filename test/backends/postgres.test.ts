@@ -17,6 +17,7 @@ import { SSO, TAGS } from './behaviour.js';
 import {
   createDatabase,
   createSchema,
+  holdLock,
   importStores,
   postgresConfig,
   requirePostgres,
@@ -25,6 +26,7 @@ import {
   withPort,
 } from '../helpers/postgres.js';
 import { callOf } from '../helpers/backend.js';
+import { until } from '../helpers/wait.js';
 
 const never = () => callOf();
 
@@ -33,14 +35,6 @@ function deps() {
   const lines: Array<Record<string, unknown>> = [];
   const logger = createLogger('info', { write: (l: string) => void lines.push(JSON.parse(l)) });
   return { metrics: createMetrics(), logger, lines };
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** Walks an EXPLAIN (FORMAT JSON) plan. */
@@ -183,12 +177,11 @@ if (await requirePostgres(t)) {
     const before = await sso.get(1, never());
 
     // Another session holds the provider's row, so the update waits for its lock.
-    const { default: pg } = await import('pg');
-    const holder = new pg.Client({ connectionString: url });
-    await holder.connect();
-    t.teardown(() => holder.end());
-    await holder.query('BEGIN');
-    await holder.query('SELECT 1 FROM saml_providers WHERE sso_provider_id = 1 FOR UPDATE');
+    const holder = await holdLock(
+      t,
+      url,
+      'SELECT 1 FROM saml_providers WHERE sso_provider_id = 1 FOR UPDATE',
+    );
 
     const controller = new AbortController();
     const reason = new Error('deadline');
@@ -214,12 +207,7 @@ if (await requirePostgres(t)) {
     const db = await openPostgres(postgresConfig(url, { statement_timeout: '300ms' }), d);
     t.teardown(() => db.close());
     const sso = await createPostgresSsoProviders(db);
-    const { default: pg } = await import('pg');
-    const holder = new pg.Client({ connectionString: url });
-    await holder.connect();
-    t.teardown(() => holder.end());
-    await holder.query('BEGIN');
-    await holder.query('SELECT 1 FROM sso_providers WHERE id = 4 FOR UPDATE');
+    const holder = await holdLock(t, url, 'SELECT 1 FROM sso_providers WHERE id = 4 FOR UPDATE');
     await t.rejects(sso.update(4, { name: 'Too slow' }, never()), {
       status: 503,
       message: 'store unavailable',
@@ -258,12 +246,11 @@ if (await requirePostgres(t)) {
     );
     t.teardown(() => db.close());
     const sso = await createPostgresSsoProviders(db);
-    const { default: pg } = await import('pg');
-    const holder = new pg.Client({ connectionString: url });
-    await holder.connect();
-    t.teardown(() => holder.end());
-    await holder.query('BEGIN');
-    await holder.query('SELECT 1 FROM saml_providers WHERE sso_provider_id = 1 FOR UPDATE');
+    const holder = await holdLock(
+      t,
+      url,
+      'SELECT 1 FROM saml_providers WHERE sso_provider_id = 1 FOR UPDATE',
+    );
     // The only connection waits for the lock; everything else waits for the connection.
     const blocked = sso.update(1, { name: 'Later' }, never());
     const waitingOnLock = async () =>

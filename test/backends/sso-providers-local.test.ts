@@ -6,32 +6,10 @@ import { createLocalSsoProviders } from '../../src/backends/sso-providers/local.
 import { isGatewayError } from '../../src/errors.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { FileLocks } from '../../src/backends/file-locks.js';
-import { callOf } from '../helpers/backend.js';
+import { callOf, provider } from '../helpers/backend.js';
 
 const NOW = new Date('2025-06-01T12:00:00.000Z');
 const never = () => callOf();
-
-function stored(ssoId: number, id = ssoId, over: Record<string, unknown> = {}) {
-  return {
-    id,
-    created_at: '2024-01-01T00:00:00Z',
-    updated_at: '2024-01-02T00:00:00Z',
-    deleted_at: { time: '0001-01-01T00:00:00Z', valid: false },
-    name: `provider ${ssoId}`,
-    display_name: `provider ${ssoId}`,
-    idp_issuer_uri: 'urn:idp',
-    idp_sso_uri: 'https://idp.example.com/sso',
-    principal_attribute_mappings: ['email'],
-    sp_issuer_uri: 'https://sp.example.com',
-    sp_sso_uri: 'https://sp.example.com/sso',
-    sp_metadata_uri: 'https://sp.example.com/metadata',
-    sp_acs_uri: 'https://sp.example.com/acs',
-    sso_provider_id: { int32: ssoId, valid: true },
-    metadata_xml: '<md:EntityDescriptor/>',
-    auto_provision: { enabled: false, default_role_id: 1, role_provision: false },
-    ...over,
-  };
-}
 
 /** A store file in a fresh directory; returns its path. */
 function storeFile(t: Test, content: unknown, name = 'sso-providers.json'): string {
@@ -45,7 +23,7 @@ const open = (file: string, now: () => Date = () => NOW, metrics = createMetrics
   createLocalSsoProviders(file, { metrics, now });
 
 t.test('get answers the wire shape by sso_provider_id, without storage-only fields', async (t) => {
-  const file = storeFile(t, { providers: [stored(1), stored(7, 3)] });
+  const file = storeFile(t, { providers: [provider(1), provider(7, 3)] });
   const backend = await open(file);
   const p = await backend.get(7, never());
   t.equal(p?.id, 3);
@@ -59,8 +37,8 @@ t.test('get answers the wire shape by sso_provider_id, without storage-only fiel
 t.test('deleted providers and providers without a valid sso_provider_id are not found', async (t) => {
   const file = storeFile(t, {
     providers: [
-      stored(1, 1, { deleted_at: { time: '2024-05-01T00:00:00Z', valid: true } }),
-      stored(0, 2, { sso_provider_id: { int32: 0, valid: false } }),
+      provider(1, 1, { deleted_at: { time: '2024-05-01T00:00:00Z', valid: true } }),
+      provider(0, 2, { sso_provider_id: { int32: 0, valid: false } }),
     ],
   });
   const backend = await open(file);
@@ -69,7 +47,7 @@ t.test('deleted providers and providers without a valid sso_provider_id are not 
 });
 
 t.test('answers are copies: changing one does not change the store', async (t) => {
-  const backend = await open(storeFile(t, { providers: [stored(1)] }));
+  const backend = await open(storeFile(t, { providers: [provider(1)] }));
   const p = await backend.get(1, never());
   if (p) p.config.auto_provision.enabled = true;
   t.equal((await backend.get(1, never()))?.config.auto_provision.enabled, false);
@@ -88,16 +66,16 @@ t.test('roleExists follows the roles list, or any positive 32-bit id without one
 t.test('a broken file stops the start with a message naming the file', async (t) => {
   const cases: Array<[string, unknown, RegExp]> = [
     ['not JSON', '{"providers": [', /is not valid JSON/],
-    ['missing field', { providers: [{ ...stored(1), name: undefined }] }, /invalid at providers\.0\.name/],
-    ['unknown key', { providers: [{ ...stored(1), nmae: 'x' }] }, /invalid at providers\.0/],
+    ['missing field', { providers: [{ ...provider(1), name: undefined }] }, /invalid at providers\.0\.name/],
+    ['unknown key', { providers: [{ ...provider(1), nmae: 'x' }] }, /invalid at providers\.0/],
     [
       'local time',
-      { providers: [stored(1, 1, { created_at: '2024-01-01T00:00:00+02:00' })] },
+      { providers: [provider(1, 1, { created_at: '2024-01-01T00:00:00+02:00' })] },
       /providers\.0\.created_at/,
     ],
     [
       'duplicate id',
-      { providers: [stored(1), stored(1, 2)] },
+      { providers: [provider(1), provider(1, 2)] },
       /providers\.1\.sso_provider_id: is used twice/,
     ],
     ['bad role', { roles: [0], providers: [] }, /invalid at roles\.0/],
@@ -116,7 +94,7 @@ t.test('a broken file stops the start with a message naming the file', async (t)
 });
 
 t.test('an update is durable: visible after a reload from disk', async (t) => {
-  const file = storeFile(t, { roles: [1, 2, 3], providers: [stored(1), stored(7, 3)] });
+  const file = storeFile(t, { roles: [1, 2, 3], providers: [provider(1), provider(7, 3)] });
   const backend = await open(file);
   const patch: SsoProviderPatch = {
     name: 'Okta',
@@ -154,7 +132,7 @@ t.test('an update is durable: visible after a reload from disk', async (t) => {
 });
 
 t.test('a no-op answers the provider as it is and writes nothing', async (t) => {
-  const file = storeFile(t, { providers: [stored(1)] });
+  const file = storeFile(t, { providers: [provider(1)] });
   const before = statSync(file);
   const backend = await open(file);
   const same = {
@@ -176,7 +154,7 @@ t.test('a no-op answers the provider as it is and writes nothing', async (t) => 
 });
 
 t.test('concurrent updates never lose one another', async (t) => {
-  const file = storeFile(t, { providers: Array.from({ length: 50 }, (_, i) => stored(i + 1)) });
+  const file = storeFile(t, { providers: Array.from({ length: 50 }, (_, i) => provider(i + 1)) });
   const backend = await open(file, () => new Date());
   const renames = Array.from({ length: 50 }, (_, i) =>
     backend.update(i + 1, { name: `renamed ${i + 1}` }, never()),
@@ -199,7 +177,7 @@ t.test('concurrent updates never lose one another', async (t) => {
 });
 
 t.test('an aborted signal before the commit point writes nothing', async (t) => {
-  const file = storeFile(t, { providers: [stored(1)] });
+  const file = storeFile(t, { providers: [provider(1)] });
   const bytes = readFileSync(file);
   const reason = new Error('deadline');
 
@@ -233,7 +211,7 @@ t.test('a failed write keeps the old file and the old state', async (t) => {
   const dir = path.join(root, 'data');
   mkdirSync(dir);
   const file = path.join(dir, 'sso-providers.json');
-  writeFileSync(file, JSON.stringify({ providers: [stored(1)] }));
+  writeFileSync(file, JSON.stringify({ providers: [provider(1)] }));
   const bytes = readFileSync(file);
   const backend = await open(file);
 
@@ -253,7 +231,7 @@ t.test('a failed write keeps the old file and the old state', async (t) => {
 });
 
 t.test('the file keeps its permissions and store timings are recorded', async (t) => {
-  const file = storeFile(t, { providers: [stored(1)] });
+  const file = storeFile(t, { providers: [provider(1)] });
   const { chmodSync } = await import('node:fs');
   chmodSync(file, 0o640);
   const metrics = createMetrics();
@@ -274,7 +252,7 @@ t.test('the file keeps its permissions and store timings are recorded', async (t
 });
 
 t.test('two instances on one file (before and after a reload) never lose an update', async (t) => {
-  const file = storeFile(t, { roles: [1, 2], providers: [stored(1)] });
+  const file = storeFile(t, { roles: [1, 2], providers: [provider(1)] });
   const metrics = createMetrics();
   // The app's per-file turns outlive a configuration: both instances take turns through them.
   const fileLocks = new FileLocks();
@@ -294,7 +272,7 @@ t.test('two instances on one file (before and after a reload) never lose an upda
 });
 
 t.test('an operator edit of the file is picked up by the next update, not overwritten', async (t) => {
-  const file = storeFile(t, { providers: [stored(1)] });
+  const file = storeFile(t, { providers: [provider(1)] });
   const backend = await createLocalSsoProviders(file, { metrics: createMetrics() });
   const edited = JSON.parse(readFileSync(file, 'utf8'));
   edited.providers[0].principal_attribute_mappings = ['edited-by-operator'];

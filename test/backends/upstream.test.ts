@@ -18,6 +18,7 @@ import {
   type TestGateway,
 } from '../helpers/gateway.js';
 import { startUpstream, upstreamBackend, UPSTREAM_TOKEN_ID, type StubUpstream } from '../helpers/upstream.js';
+import { scrape } from '../helpers/metrics.js';
 import { until } from '../helpers/wait.js';
 import { HELD } from '../../src/upstream/client.js';
 
@@ -44,12 +45,6 @@ const members = (stub: StubUpstream, over: Record<string, unknown> = {}) => ({
 const collectors = (stub: StubUpstream, over: Record<string, unknown> = {}) => ({
   collectors: upstreamBackend(stub, over),
 });
-
-async function metric(gw: TestGateway, line: RegExp): Promise<number> {
-  const text = await (await fetch(`${gw.adminUrl}/metrics`)).text();
-  const found = text.split('\n').find((l) => line.test(l));
-  return found === undefined ? 0 : Number(found.split(' ').pop());
-}
 
 /**
  * How a member lookup's answer ends for the client: `complete`, or `cut` (an error or a connection
@@ -113,7 +108,9 @@ t.test('a member lookup goes out signed over the raw target and comes back uncha
   const line = gw.logs.find((l) => l.msg === 'request');
   t.equal(line?.upstream_request_id, 'up-42', 'the upstream’s id is in the log line');
   t.equal(
-    await metric(gw, /^gateway_upstream_request_duration_seconds_count\{backend="asset_group_tags"\}/),
+    await scrape(gw.adminUrl, 'gateway_upstream_request_duration_seconds_count', {
+      backend: 'asset_group_tags',
+    }),
     1,
   );
 });
@@ -204,13 +201,22 @@ t.test('an unreachable upstream is a 502 envelope and /readyz says so', async (t
     status: 'not ready',
     checks: { asset_group_tags: 'not ready', collectors: 'ok', sso_providers: 'ok', keys: 'ok' },
   });
-  t.equal(await metric(gw, /^gateway_upstream_errors_total\{backend="asset_group_tags",kind="connect"\}/), 1);
+  t.equal(
+    await scrape(gw.adminUrl, 'gateway_upstream_errors_total', {
+      backend: 'asset_group_tags',
+      kind: 'connect',
+    }),
+    1,
+  );
 });
 
 t.test('/readyz is ready once the upstream answers a probe', async (t) => {
   const { gw } = await setup(t, members);
   let status = 0;
-  await until(async () => (status = (await fetch(`${gw.adminUrl}/readyz`)).status) === 200);
+  await until(
+    'the gateway is ready',
+    async () => (status = (await fetch(`${gw.adminUrl}/readyz`)).status) === 200,
+  );
   t.equal(status, 200);
 });
 
@@ -220,9 +226,12 @@ t.test('an upstream slower than the deadline: 504 and the upstream request abort
   const res = await call(gw, { method: 'GET', target: MEMBER, headers: { Prefer: 'wait=1' } });
   t.equal(res.status, 504);
   t.same(errorOf(res), { status: 504, context: 'request', message: 'request timed out' });
-  await until(() => stub.seen[0]?.aborted === true);
+  await until('the upstream request is aborted', () => stub.seen[0]?.aborted === true);
   t.equal(stub.seen[0]?.aborted, true, 'the upstream saw the request closed');
-  t.equal(await metric(gw, /^gateway_deadline_exceeded_total\{operation="GetAssetGroupTagMember"\}/), 1);
+  t.equal(
+    await scrape(gw.adminUrl, 'gateway_deadline_exceeded_total', { operation: 'GetAssetGroupTagMember' }),
+    1,
+  );
 });
 
 t.test(
@@ -297,7 +306,7 @@ t.test(
             const chunks: Buffer[] = [];
             // Reads nothing until the upstream has handed over what it could, then everything.
             res.pause();
-            void until(() => sent).then(() => res.resume());
+            void until('the request is sent', () => sent).then(() => res.resume());
             res.on('data', (c: Buffer) => chunks.push(c));
             res.on('end', () =>
               resolve({
@@ -336,9 +345,9 @@ t.test('a client gone while a large answer streams: the upstream request is abor
     req.on('error', () => undefined);
     req.end();
   });
-  await until(() => stub.seen[0]?.aborted === true);
+  await until('the upstream request is aborted', () => stub.seen[0]?.aborted === true);
   t.equal(stub.seen[0]?.aborted, true, 'the upstream saw the request closed');
-  await until(() => gw.logs.some((l) => l.msg === 'request'));
+  await until('the request is logged', () => gw.logs.some((l) => l.msg === 'request'));
   t.equal(gw.logs.find((l) => l.msg === 'request')?.status, 499);
 });
 
@@ -352,7 +361,7 @@ t.test(
     };
     const outcome = await outcomeOf(gw, { Prefer: 'wait=1' });
     t.equal(outcome, 'cut');
-    await until(() => stub.seen[0]?.aborted === true);
+    await until('the upstream request is aborted', () => stub.seen[0]?.aborted === true);
     t.equal(stub.seen[0]?.aborted, true, 'the upstream saw the request closed');
   },
 );
@@ -366,7 +375,7 @@ t.test(
       held = res; // the first request holds the only connection until the test lets it go
     };
     const first = call(gw, { method: 'GET', target: MEMBER, headers: { Prefer: 'wait=60' } });
-    await until(() => held !== undefined);
+    await until('the upstream holds a request', () => held !== undefined);
     const second = await call(gw, {
       method: 'GET',
       target: `${MEMBER}?second`,
@@ -413,7 +422,7 @@ t.test(
     const res = await call(gw, { method: 'GET', target: MEMBER, headers: { Prefer: 'wait=1' } });
     t.equal(res.status, 504);
     t.same(errorOf(res), { status: 504, context: 'request', message: 'request timed out' });
-    await until(() => stub.seen[0]?.aborted === true);
+    await until('the upstream request is aborted', () => stub.seen[0]?.aborted === true);
     t.equal(stub.seen[0]?.aborted, true, 'the upstream saw the request closed');
   },
 );
@@ -460,15 +469,18 @@ t.test('checksums through the upstream: cached, X-Cache, version from Content-Di
   const again404 = await call(gw, { method: 'GET', target: '/api/v2/collectors/sharphound/v9.9.9/checksum' });
   t.equal(again404.status, 404);
   t.equal(stub.seen.length, 3, 'only 200s are cached: the 404 was asked for again');
-  t.equal(await metric(gw, /^gateway_checksum_cache_requests_total\{result="hit"\}/), 2);
-  t.equal(await metric(gw, /^gateway_checksum_cache_requests_total\{result="miss"\}/), 3);
+  t.equal(await scrape(gw.adminUrl, 'gateway_checksum_cache_requests_total', { result: 'hit' }), 2);
+  t.equal(await scrape(gw.adminUrl, 'gateway_checksum_cache_requests_total', { result: 'miss' }), 3);
 });
 
 t.test('50 concurrent cold requests for one checksum make exactly one upstream fetch', async (t) => {
   const { stub, gw } = await setup(t, collectors);
   // The one fetch is answered once the gateway holds all 50 requests.
   stub.respond = async (_req, res) => {
-    await until(async () => (await metric(gw, /^gateway_requests_in_flight /)) === 50);
+    await until(
+      '50 requests are in flight',
+      async () => (await scrape(gw.adminUrl, 'gateway_requests_in_flight')) === 50,
+    );
     res.writeHead(200, { 'Content-Disposition': 'attachment; filename="sharphound-v2.10.0.zip.sha256"' });
     res.end('sum\n');
   };
@@ -496,7 +508,7 @@ t.test('stale-if-error: the last latest keeps serving while the upstream fails',
   };
   // Within the TTL the answer is a hit; once it has passed, `latest` is asked again, and fails.
   let stale = await call(gw, { method: 'GET', target: CHECKSUM });
-  await until(async () => {
+  await until('the upstream is asked for latest again', async () => {
     if (stub.seen.length >= 2) return true;
     stale = await call(gw, { method: 'GET', target: CHECKSUM });
     return false;
@@ -504,7 +516,7 @@ t.test('stale-if-error: the last latest keeps serving while the upstream fails',
   t.equal(stale.status, 200);
   t.equal(stale.body.toString(), 'sum\n');
   t.equal(stale.headers['x-cache'], 'HIT');
-  t.equal(await metric(gw, /^gateway_checksum_cache_requests_total\{result="stale"\}/), 1);
+  t.equal(await scrape(gw.adminUrl, 'gateway_checksum_cache_requests_total', { result: 'stale' }), 1);
   const version = await call(gw, { method: 'GET', target: '/api/v2/collectors/azurehound/v1.0.0/checksum' });
   t.equal(version.status, 500, 'without an earlier answer, the upstream’s error passes through');
   t.equal(version.body.toString(), '{"http_status":500}');
@@ -532,9 +544,9 @@ t.test('a client that disconnects aborts the upstream request', async (t) => {
   const req = httpRequest({ port: gw.port, path: CHECKSUM, headers, agent: false });
   req.on('error', () => undefined);
   req.end();
-  await until(() => stub.seen.length > 0);
+  await until('the upstream receives the request', () => stub.seen.length > 0);
   req.destroy();
-  await until(() => stub.seen[0]?.aborted === true);
+  await until('the upstream request is aborted', () => stub.seen[0]?.aborted === true);
   t.equal(stub.seen[0]?.aborted, true);
 });
 
@@ -550,7 +562,7 @@ t.test('no socket leaks: after the faults the pool holds at most its connections
   await Promise.all(Array.from({ length: 30 }, () => call(gw, { method: 'GET', target: MEMBER })));
   t.ok(stub.connections() <= 4, `${stub.connections()} connections open at the upstream`);
   await gw.close();
-  await until(() => stub.connections() === 0);
+  await until('the upstream has no connection left', () => stub.connections() === 0);
   t.equal(stub.connections(), 0, 'closing the gateway closes its pool');
 });
 

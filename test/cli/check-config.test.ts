@@ -1,11 +1,16 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
 import t from 'tap';
 import { ROOT } from '../helpers/gateway.js';
 
 const CLI = path.join(ROOT, 'dist', 'cli.js');
+/** Runs the real command; resolves with its exit status and output (several run at once). */
 const gateway = (...args: string[]) =>
-  spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+  new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH } }, (err, stdout, stderr) =>
+      resolve({ status: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
+    );
+  });
 
 // Every case starts the real command, a process of its own: some seconds each on a loaded machine.
 t.setTimeout(600_000);
@@ -17,14 +22,14 @@ const BACKENDS = `backends:
 `;
 
 t.test('check-config accepts the embedded default', async (t) => {
-  const r = gateway('check-config', path.join(ROOT, 'config', 'gateway.yaml'));
+  const r = await gateway('check-config', path.join(ROOT, 'config', 'gateway.yaml'));
   t.equal(r.status, 0, r.stderr);
   t.match(r.stdout, /configuration is valid/);
 });
 
 t.test('check-config exits 1 with every reason', async (t) => {
   const dir = t.testdir({ 'bad.yaml': `server: { port: x, extra: 1 }\n${BACKENDS}` });
-  const r = gateway('check-config', path.join(dir, 'bad.yaml'));
+  const r = await gateway('check-config', path.join(dir, 'bad.yaml'));
   t.equal(r.status, 1);
   t.match(r.stderr, /server\.port/);
   t.match(r.stderr, /server\.extra: unknown key/);
@@ -35,39 +40,48 @@ t.test('references are checked for form, and resolved only with --resolve', asyn
     'refs.yaml': `auth: { jwt: { hs256_secret: "\${env:GATEWAY_TEST_UNSET}" } }\n${BACKENDS}`,
   });
   const file = path.join(dir, 'refs.yaml');
-  t.equal(gateway('check-config', file).status, 0);
-  const resolved = gateway('check-config', file, '--resolve');
+  const [plain, resolved] = await Promise.all([
+    gateway('check-config', file),
+    gateway('check-config', file, '--resolve'),
+  ]);
+  t.equal(plain.status, 0);
   t.equal(resolved.status, 1);
   t.match(resolved.stderr, /auth\.jwt\.hs256_secret: environment variable GATEWAY_TEST_UNSET is not set/);
 });
 
 t.test('usage errors exit 2', async (t) => {
-  t.equal(gateway('check-config').status, 2);
-  t.equal(gateway().status, 2);
-  t.equal(gateway('--bogus').status, 2);
-  const help = gateway('--help');
+  const [noFile, none, bogus, help] = await Promise.all([
+    gateway('check-config'),
+    gateway(),
+    gateway('--bogus'),
+    gateway('--help'),
+  ]);
+  t.equal(noFile.status, 2);
+  t.equal(none.status, 2);
+  t.equal(bogus.status, 2);
   t.equal(help.status, 0);
   t.match(help.stdout, /check-config/);
 });
 
 t.test('start fails with exit 1 on an invalid configuration or unreadable data', async (t) => {
   const dir = t.testdir({ 'g.yaml': `server: { port: 0 }\nadmin: { port: 0 }\n${BACKENDS}` });
-  const r = gateway('--config', path.join(dir, 'g.yaml'));
+  const r = await gateway('--config', path.join(dir, 'g.yaml'));
   t.equal(r.status, 1);
   t.match(r.stderr, /gateway: /);
 });
 
 t.test('a URL that does not parse is named by its key path, never a stack', async (t) => {
-  for (const url of ['http://x:99999/', 'http://[::1', 'http://a b/']) {
-    const dir = t.testdir({
-      'u.yaml': `backends:
+  const urls = ['http://x:99999/', 'http://[::1', 'http://a b/'];
+  const config = (url: string) => `backends:
   collectors: { type: upstream, url: "${url}", auth: { type: bearer, token: t } }
   sso_providers: { type: local, path: s.json }
   asset_group_tags: { type: local, path: a.json }
 passthrough: { url: "${url}", auth: { type: client } }
-`,
-    });
-    const r = gateway('check-config', path.join(dir, 'u.yaml'));
+`;
+  const dir = t.testdir(Object.fromEntries(urls.map((url, i) => [`u${i}.yaml`, config(url)])));
+  const runs = await Promise.all(urls.map((_, i) => gateway('check-config', path.join(dir, `u${i}.yaml`))));
+  for (const [i, url] of urls.entries()) {
+    const r = runs[i]!;
     t.equal(r.status, 1, url);
     t.match(r.stderr, /backends\.collectors\.url: must be an http:\/\/ or https:\/\/ URL/);
     t.match(r.stderr, /passthrough\.url: must be an http:\/\/ or https:\/\/ URL/);
@@ -76,13 +90,19 @@ passthrough: { url: "${url}", auth: { type: client } }
 });
 
 t.test('a jwks_url may carry a query, never credentials or a fragment', async (t) => {
-  const check = (url: string) => {
-    const dir = t.testdir({ 'j.yaml': `auth: { jwt: { jwks_url: "${url}" } }\n${BACKENDS}` });
-    return gateway('check-config', path.join(dir, 'j.yaml'));
-  };
-  t.equal(check('https://idp.example.com/keys?tenant=a&v=2').status, 0);
-  for (const url of ['https://user:pw@idp.example.com/keys', 'https://idp.example.com/keys#main']) {
-    const r = check(url);
+  const urls = [
+    'https://idp.example.com/keys?tenant=a&v=2',
+    'https://user:pw@idp.example.com/keys',
+    'https://idp.example.com/keys#main',
+  ];
+  const config = (url: string) => `auth: { jwt: { jwks_url: "${url}" } }\n${BACKENDS}`;
+  const dir = t.testdir(Object.fromEntries(urls.map((url, i) => [`j${i}.yaml`, config(url)])));
+  const [query, ...refused] = await Promise.all(
+    urls.map((_, i) => gateway('check-config', path.join(dir, `j${i}.yaml`))),
+  );
+  t.equal(query!.status, 0);
+  for (const [i, url] of urls.slice(1).entries()) {
+    const r = refused[i]!;
     t.equal(r.status, 1, url);
     t.match(r.stderr, /auth\.jwt\.jwks_url: must not carry credentials or a fragment/);
     t.notMatch(r.stderr, /pw@/, 'the credentials are not echoed');
@@ -95,7 +115,7 @@ t.test('a duration out of range says the range it must be in', async (t) => {
 auth: { jwt: { jwks_cooldown: 5ms }, signature: { max_utc_offset: 25h } }
 ${BACKENDS}`,
   });
-  const r = gateway('check-config', path.join(dir, 'd.yaml'));
+  const r = await gateway('check-config', path.join(dir, 'd.yaml'));
   t.equal(r.status, 1);
   t.match(r.stderr, /server\.headers_timeout: duration 0 is out of range: must be from 1ms to 24h/);
   t.match(r.stderr, /server\.shutdown_grace: duration "48h" is out of range: must be from 0s to 24h/);
@@ -107,22 +127,27 @@ ${BACKENDS}`,
   t.notMatch(r.stderr, /e\.g\./, 'no example that contradicts the value');
   const bad = t.testdir({ 'b.yaml': `server: { shutdown_grace: soon }\n${BACKENDS}` });
   t.match(
-    gateway('check-config', path.join(bad, 'b.yaml')).stderr,
+    (await gateway('check-config', path.join(bad, 'b.yaml'))).stderr,
     /server\.shutdown_grace: invalid duration "soon" \(write e\.g\. 500ms, 30s, 10m, 1h\)/,
   );
 });
 
 t.test('server.trusted_proxies: addresses, CIDRs or names; not with trust_proxy', async (t) => {
-  const check = (server: string) => {
-    const dir = t.testdir({ 'p.yaml': `server: ${server}\n${BACKENDS}` });
-    return gateway('check-config', path.join(dir, 'p.yaml'));
-  };
-  t.equal(check('{ trusted_proxies: [10.0.0.0/8, "192.0.2.7", "::1", "fd00::/8", loopback] }').status, 0);
-  const bad = check('{ trusted_proxies: [10.0.0.0/33, proxy.example.com] }');
-  t.equal(bad.status, 1);
-  t.match(bad.stderr, /server\.trusted_proxies\[0\]: must be an IP address, a CIDR/);
-  t.match(bad.stderr, /server\.trusted_proxies\[1\]: must be an IP address, a CIDR/);
-  const both = check('{ trust_proxy: true, trusted_proxies: [10.0.0.0/8] }');
-  t.equal(both.status, 1);
-  t.match(both.stderr, /server\.trust_proxy: must not be set with server\.trusted_proxies/);
+  const servers = [
+    '{ trusted_proxies: [10.0.0.0/8, "192.0.2.7", "::1", "fd00::/8", loopback] }',
+    '{ trusted_proxies: [10.0.0.0/33, proxy.example.com] }',
+    '{ trust_proxy: true, trusted_proxies: [10.0.0.0/8] }',
+  ];
+  const dir = t.testdir(
+    Object.fromEntries(servers.map((s, i) => [`p${i}.yaml`, `server: ${s}\n${BACKENDS}`])),
+  );
+  const [good, bad, both] = await Promise.all(
+    servers.map((_, i) => gateway('check-config', path.join(dir, `p${i}.yaml`))),
+  );
+  t.equal(good!.status, 0);
+  t.equal(bad!.status, 1);
+  t.match(bad!.stderr, /server\.trusted_proxies\[0\]: must be an IP address, a CIDR/);
+  t.match(bad!.stderr, /server\.trusted_proxies\[1\]: must be an IP address, a CIDR/);
+  t.equal(both!.status, 1);
+  t.match(both!.stderr, /server\.trust_proxy: must not be set with server\.trusted_proxies/);
 });

@@ -7,7 +7,8 @@ import path from 'node:path';
 import t from 'tap';
 import { runImport } from '../../src/cli/import.js';
 import { runMigrate } from '../../src/cli/migrate.js';
-import { member, provider, selector, SSO, TAGS } from '../backends/behaviour.js';
+import { member, selector, SSO, TAGS } from '../backends/behaviour.js';
+import { provider } from '../helpers/backend.js';
 import {
   createDatabase,
   createSchema,

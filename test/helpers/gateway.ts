@@ -2,7 +2,7 @@
  * The test harness: the real gateway in process on port 0 with a fresh copy of the sample data, and
  * raw HTTP helpers that send the request target exactly as given.
  */
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -46,7 +46,12 @@ export const TOKENS: { admin: Tok; reader: Tok; writer: Tok; none: Tok } = {
 /** Standard base64 of the HS256 secret the test gateway accepts. */
 export const JWT_SECRET = Buffer.from('test-jwt-secret-of-32-bytes-long').toString('base64');
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The repository: the nearest folder above this file holding package.json (from test/ or dist-test/). */
+export const ROOT = (() => {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(path.join(dir, 'package.json'))) dir = path.dirname(dir);
+  return dir;
+})();
 
 export interface TestGateway {
   url: string;
@@ -129,6 +134,12 @@ export async function startGateway(overrides: Record<string, unknown> = {}): Pro
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** A gateway's `/readyz`: its status and the state of each check. */
+export async function readyz(gw: { adminUrl: string }) {
+  const res = await fetch(`${gw.adminUrl}/readyz`);
+  return { status: res.status, body: (await res.json()) as { checks: Record<string, string> } };
 }
 
 /** `RequestDate` for now: RFC 3339, UTC, second precision. */
@@ -219,6 +230,51 @@ export function call(
     body: opts.body,
     headers: { ...auth, ...opts.headers },
   });
+}
+
+/** A signed PATCH whose body is still arriving: `finish()` sends the rest; `answered` is its status. */
+export interface PatchInFlight {
+  answered: Promise<number>;
+  finish(): void;
+  /** Gives the request up (closes its connection). */
+  cancel(): void;
+}
+
+const DRAINED_FORM = '--b\r\nContent-Disposition: form-data; name="name"\r\n\r\nDrained Name\r\n--b--\r\n';
+
+/**
+ * Starts a signed multipart PATCH of SSO provider 1 (by default, a new name) and resolves once its
+ * first `sent` bytes are written, the rest held back until `finish()`: a request a drain or a stop
+ * finds in flight.
+ */
+export async function patchInFlight(
+  gw: { port: number },
+  form: string | Buffer = DRAINED_FORM,
+  sent = 10,
+): Promise<PatchInFlight> {
+  const target = '/api/v2/sso-providers/1';
+  const req = httpRequest({
+    host: '127.0.0.1',
+    port: gw.port,
+    method: 'PATCH',
+    path: target,
+    headers: {
+      ...signed({ method: 'PATCH', target, body: form }),
+      'Content-Type': 'multipart/form-data; boundary=b',
+      'Content-Length': Buffer.byteLength(form),
+    },
+  });
+  const answered = new Promise<number>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+  });
+  // A caller that only cuts the request never awaits its answer.
+  answered.catch(() => undefined);
+  await new Promise<void>((resolve) => req.write(form.slice(0, sent), () => resolve()));
+  return { answered, finish: () => req.end(form.slice(sent)), cancel: () => req.destroy() };
 }
 
 /**

@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import { until } from './wait.js';
 
 export type Mode = 'ok' | 'down' | 'garbage' | 'hang';
 
@@ -27,8 +28,8 @@ export interface JwksServer {
   delay: number;
   /** Answers the requests held in `hang` mode, as the current mode says (set it first). */
   release(): void;
-  /** Resolves once `fetches` reaches `n` (fails the test after `ms`). */
-  fetched(n: number, ms?: number): Promise<void>;
+  /** Resolves once `fetches` reaches `n`; rejects after `timeoutMs` (`until`'s default). */
+  fetched(n: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -73,12 +74,8 @@ export async function startJwksServer(keys: JWK[] = []): Promise<JwksServer> {
       waiting.clear();
       for (const res of held) answer(res);
     },
-    async fetched(n: number, ms = 15_000) {
-      const until = Date.now() + ms;
-      while (state.fetches < n) {
-        if (Date.now() > until) throw new Error(`${state.fetches} fetches, expected ${n}`);
-        await sleep(10);
-      }
+    async fetched(n: number, timeoutMs?: number) {
+      await until(`the key set is fetched ${n} times`, () => state.fetches >= n, timeoutMs);
     },
     async close() {
       for (const res of waiting) res.destroy();
@@ -121,17 +118,4 @@ export async function testKey(
         .setProtectedHeader({ alg, kid, ...header })
         .sign(privateKey),
   };
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Polls `check` until it holds (fails after `ms`). */
-export async function until(check: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(10);
-  }
 }

@@ -54,6 +54,20 @@ export async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(
   }
 }
 
+/**
+ * Another session on `url` that has begun a transaction and run `statement` (a row or table lock):
+ * what a concurrent writer holds. Closed when `t` ends; `ROLLBACK` it to let the waiters go.
+ */
+export async function holdLock(t: Test, url: string, statement: string): Promise<pg.Client> {
+  const holder = new pg.Client({ connectionString: url });
+  holder.on('error', () => undefined);
+  await holder.connect();
+  t.teardown(() => holder.end());
+  await holder.query('BEGIN');
+  await holder.query(statement);
+  return holder;
+}
+
 const unique = (prefix: string) => `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
 
 /** `url` with its database replaced by `name`. */

@@ -12,8 +12,15 @@ import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import type { Test } from 'tap';
 import { ROOT } from './gateway.js';
+import { until } from './wait.js';
 
 const TETHER = `--import=${pathToFileURL(path.join(ROOT, 'test', 'helpers', 'tether.mjs')).href}`;
+
+/**
+ * How long a wait for a log line may take by default: a process start (a primary and its workers, all
+ * recording coverage) on a loaded 2-core machine, still far below tap's per-file timeout.
+ */
+export const PROCESS_TIMEOUT_MS = 60_000;
 
 /** The gateway processes of this test process still running. */
 const running = new Set<ChildProcess>();
@@ -55,10 +62,13 @@ export interface GatewayProcess {
   stderr(): string;
   /** The exit code (null when killed by a signal). */
   exited: Promise<number | null>;
-  /** Resolves with the first line matching `pred`, once logged; rejects if the process exits first. */
-  waitFor(pred: (l: Line) => boolean): Promise<Line>;
-  /** Resolves once `n` lines match `pred`. */
-  waitForCount(pred: (l: Line) => boolean, n: number): Promise<void>;
+  /**
+   * Resolves with the first line matching `pred`, once logged; rejects, naming `pred`, if the process
+   * exits first or after `timeoutMs`.
+   */
+  waitFor(pred: (l: Line) => boolean, timeoutMs?: number): Promise<Line>;
+  /** Resolves once `n` lines match `pred`; rejects as `waitFor` does. */
+  waitForCount(pred: (l: Line) => boolean, n: number, timeoutMs?: number): Promise<void>;
 }
 
 export interface SpawnOptions {
@@ -81,35 +91,37 @@ export function spawnGateway(...args: Args): GatewayProcess {
   const lines: Line[] = [];
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
-  const waiters: Array<() => void> = [];
-  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
-    lines.push(JSON.parse(l));
-    for (const w of waiters.splice(0)) w();
-  });
-  let gone = false;
-  const exited = new Promise<number | null>((resolve) =>
-    child.on('exit', (code) => {
-      gone = true;
-      for (const w of waiters.splice(0)) w();
-      resolve(code);
-    }),
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) =>
+    lines.push(JSON.parse(l)),
   );
-  const until = async <T>(check: () => T | undefined): Promise<T> => {
-    for (;;) {
-      const found = check();
-      if (found !== undefined) return found;
-      if (gone) throw new Error(`the gateway exited; stderr: ${stderr}`);
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  // Gone once its output is read to the end too (its last lines may trail the exit).
+  let gone = false;
+  child.on('close', () => (gone = true));
+  /** The first line matching `pred`, or undefined; throws once the process is gone without one. */
+  const find = (pred: (l: Line) => boolean, n = 1): Line | undefined => {
+    const found = lines.filter(pred);
+    if (found.length >= n) return found[0];
+    if (gone) throw new Error(`the gateway exited; stderr: ${stderr}`);
+    return undefined;
   };
   return {
     child,
     lines,
     stderr: () => stderr,
     exited,
-    waitFor: (pred) => until(() => lines.find(pred)),
-    waitForCount: (pred, n) =>
-      until(() => (lines.filter(pred).length >= n ? true : undefined)).then(() => {}),
+    async waitFor(pred, timeoutMs = PROCESS_TIMEOUT_MS) {
+      let found: Line | undefined;
+      await until(
+        `the gateway logs a line where ${pred}`,
+        () => (found = find(pred)) !== undefined,
+        timeoutMs,
+      );
+      return found!;
+    },
+    async waitForCount(pred, n, timeoutMs = PROCESS_TIMEOUT_MS) {
+      await until(`the gateway logs ${n} lines where ${pred}`, () => find(pred, n) !== undefined, timeoutMs);
+    },
   };
 }
 

@@ -10,23 +10,24 @@ import path from 'node:path';
 import type { Test } from 'tap';
 import { Redis } from 'ioredis';
 import { freePort } from './redis.js';
+import { until } from './wait.js';
 
-/** Polls `check` every `every` ms until it holds; fails naming `what` after `ms`. */
+/** `until`, for checks that may throw while a server is starting (a refused connection is "not yet"). */
 export async function waitFor(
   what: string,
   check: () => boolean | Promise<boolean>,
   ms: number,
   every = 50,
 ): Promise<void> {
-  const end = Date.now() + ms;
-  while (
-    !(await Promise.resolve()
-      .then(check)
-      .catch(() => false))
-  ) {
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, every));
-  }
+  await until(
+    what,
+    () =>
+      Promise.resolve()
+        .then(check)
+        .catch(() => false),
+    ms,
+    every,
+  );
 }
 
 /** A `redis-server` process of the test. */

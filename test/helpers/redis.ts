@@ -126,7 +126,7 @@ export async function privateRedis(t: Test): Promise<PrivateRedis> {
         ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
         { stdio: 'ignore' },
       );
-      await until(() => answers(url), 25);
+      await until(`redis-server answers on port ${port}`, () => answers(url), undefined, 25);
     },
     async stop() {
       if (child === undefined) return;

@@ -5,7 +5,8 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { runTokens } from '../../src/cli/tokens.js';
-import { call, ROOT, type TestResponse, type Tok } from './gateway.js';
+import type { Test } from 'tap';
+import { call, ROOT, startGateway, type TestGateway, type TestResponse, type Tok } from './gateway.js';
 
 /** Two encryption keys (32 bytes, base64), for a rotation of the encryption key. */
 export const ENCRYPTION_KEYS = [
@@ -91,22 +92,18 @@ export function get(gw: { port: number }, token: Tok): Promise<TestResponse> {
   return call(gw, { method: 'GET', target: CHECKSUM, token });
 }
 
-/** Polls `check` every 20 ms until it holds; rejects after `ms`. Resolves with the time it took. */
-export async function until(
-  what: string,
-  check: () => Promise<boolean> | boolean,
-  ms = 15_000,
-): Promise<number> {
-  const start = performance.now();
-  while (!(await check())) {
-    if (performance.now() - start > ms) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return performance.now() - start;
+/** The status of a signed GET of the checksum with `token`. */
+export async function status(gw: { port: number }, token: Tok): Promise<number> {
+  return (await get(gw, token)).status;
 }
 
-/** The value of one series on a Prometheus text page (`name{labels}`), 0 when absent. */
-export function metric(text: string, series: string): number {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+/** A gateway (closed when `t` ends) whose token store is the schema at `url`, `over` applied. */
+export async function storeGateway(
+  t: Test,
+  url: string,
+  over: Record<string, unknown> = {},
+): Promise<TestGateway> {
+  const gw = await startGateway({ auth: { signature: { token_store: tokenStore(url, over) } } });
+  t.teardown(() => gw.close());
+  return gw;
 }

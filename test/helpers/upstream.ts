@@ -6,6 +6,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Test } from 'tap';
+import { startGateway, type TestGateway } from './gateway.js';
 
 export interface Seen {
   method: string;
@@ -17,6 +19,8 @@ export interface Seen {
   signatureValid: boolean | undefined;
   /** True once the gateway closed the request before the answer was finished. */
   aborted: boolean;
+  /** True once the exchange is over: answered, or cut (then `aborted` too). */
+  closed: boolean;
 }
 
 export type Respond = (req: IncomingMessage, res: ServerResponse, seen: Seen) => void | Promise<void>;
@@ -67,10 +71,12 @@ export async function startUpstream(tokenKey = 'upstream-key'): Promise<StubUpst
       body: Buffer.alloc(0),
       signatureValid: undefined,
       aborted: false,
+      closed: false,
     };
     stub.seen.push(seen);
     res.once('close', () => {
       if (!res.writableFinished) seen.aborted = true;
+      seen.closed = true;
     });
     for await (const c of req) chunks.push(c as Buffer);
     seen.body = Buffer.concat(chunks);
@@ -106,3 +112,18 @@ export function upstreamBackend(stub: { url: string }, over: Record<string, unkn
 }
 
 export const UPSTREAM_TOKEN_ID = '0d9e8f7a-6b5c-4d3e-9f1a-2b3c4d5e6f70';
+
+/**
+ * A stub that never answers and a gateway whose asset_group_tags backend it is, both closed when `t`
+ * ends (the gateway first): for requests that stay in flight.
+ */
+export async function gatewayOnSilentUpstream(t: Test): Promise<{ gw: TestGateway; stub: StubUpstream }> {
+  const stub = await startUpstream();
+  stub.respond = () => undefined;
+  const gw = await startGateway({ backends: { asset_group_tags: upstreamBackend(stub) } });
+  t.teardown(async () => {
+    await gw.close();
+    await stub.close();
+  });
+  return { gw, stub };
+}

@@ -158,7 +158,7 @@ t.test('the deadline rejects with its own reason and removes the spooled file', 
   const s = await serve(t, { controller, memoryThreshold: 0 });
   const socket = s.open('POST / HTTP/1.1\r\nContent-Length: 100');
   socket.write('partial');
-  await until(() => readdirSync(s.dir).length === 1);
+  await until('the body is spooled to a file', () => readdirSync(s.dir).length === 1);
   t.equal(readdirSync(s.dir).length, 1, 'spooling');
   const reason = new GatewayError('GW_DEADLINE_EXCEEDED', 'request', 'request timed out');
   controller.abort(reason);
@@ -183,7 +183,7 @@ t.test('a client that goes away mid-body is a clean 400, in memory or spooled', 
     const s = await serve(t, { memoryThreshold });
     const socket = s.open('POST / HTTP/1.1\r\nContent-Length: 100');
     socket.write('partial');
-    await until(() => s.received() === 7);
+    await until('seven bytes are received', () => s.received() === 7);
     socket.destroy();
     const o = await s.next();
     if ('error' in o) t.match(o.error, { status: 400, message: 'request body was not received completely' });

@@ -14,7 +14,7 @@ const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 /** The log line of the request answered with `requestId`, once it is written. */
 async function lineOf(gw: TestGateway, requestId: unknown): Promise<Record<string, unknown>> {
   const find = () => gw.logs.find((l) => l.msg === 'request' && l.request_id === requestId);
-  await until(() => find() !== undefined);
+  await until('the request line', () => find() !== undefined);
   return find() as Record<string, unknown>;
 }
 

@@ -9,6 +9,7 @@ import {
   startGateway,
   TOKENS,
 } from '../helpers/gateway.js';
+import { scrape } from '../helpers/metrics.js';
 
 const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 const CHECKSUM = '/api/v2/collectors/sharphound/latest/checksum';
@@ -212,8 +213,10 @@ t.test('the deadline covers reading the body: a slow upload gets 504', async (t)
   t.ok(Date.now() - started < 4000, 'answered when the deadline fired');
   const line = gw.logs.find((l) => l.msg === 'request' && l.status === 504);
   t.equal(line?.operation, 'UpdateSSOProvider');
-  const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
-  t.match(metrics, /gateway_deadline_exceeded_total\{operation="UpdateSSOProvider"\} 1/);
+  t.equal(
+    await scrape(gw.adminUrl, 'gateway_deadline_exceeded_total', { operation: 'UpdateSSOProvider' }),
+    1,
+  );
 });
 
 t.test('limits and parser errors get the envelope', async (t) => {

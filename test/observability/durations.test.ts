@@ -5,20 +5,18 @@
 import client from 'prom-client';
 import t from 'tap';
 import { DurationHistogram } from '../../src/observability/durations.js';
+import { samples } from '../helpers/metrics.js';
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const NAME = 'gateway_request_duration_seconds';
 
-/** The samples of `text` as `name{sorted labels} value` lines (label order is not part of the format). */
-function samples(text: string): string[] {
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith(NAME))
-    .map((line) => {
-      const m = /^(\w+)(?:\{([^}]*)\})? (.+)$/.exec(line);
-      if (!m) throw new Error(`not a sample: ${line}`);
-      const labels = (m[2] ?? '').split(',').filter(Boolean).sort().join(',');
-      return `${m[1]}{${labels}} ${Number(m[3])}`;
+/** The samples of `name` in `text` as sorted `name{sorted labels} value` lines (label order is free). */
+function canonical(text: string, name = NAME): string[] {
+  return samples(text)
+    .filter((s) => s.name.startsWith(name))
+    .map((s) => {
+      const labels = Object.entries(s.labels).map(([k, v]) => `${k}="${v}"`);
+      return `${s.name}{${labels.sort().join(',')}} ${s.value}`;
     })
     .sort();
 }
@@ -63,9 +61,9 @@ const OBSERVATIONS = [
 
 t.test('exports what prom-client exports for the same observations', async (t) => {
   const { reference, ours } = pair(OBSERVATIONS);
-  const expected = samples(await reference.metrics());
+  const expected = canonical(await reference.metrics());
   t.equal(expected.length, 3 * (BUCKETS.length + 3), 'every bucket, +Inf, sum and count of three operations');
-  t.same(samples(await ours.metrics()), expected);
+  t.same(canonical(await ours.metrics()), expected);
   t.match(await ours.metrics(), `# TYPE ${NAME} histogram`);
   t.match(
     await ours.metrics(),
@@ -78,7 +76,7 @@ t.test('no series before the first observation; reset brings every series back t
   const { ours, durations } = pair([]);
   const text = await ours.metrics();
   t.match(text, `# HELP ${NAME} `);
-  t.same(samples(text), []);
+  t.same(canonical(text), []);
   durations.series('GetCollectorChecksum').observe(0.2);
   t.match(await ours.metrics(), `${NAME}_count{operation="GetCollectorChecksum"} 1`);
   ours.resetMetrics();
@@ -93,7 +91,7 @@ t.test("workers' series are summed as prom-client's histograms are", async (t) =
   const a = pair(OBSERVATIONS.slice(0, 5));
   const b = pair(OBSERVATIONS.slice(3));
   const summed = async (x: client.Registry, y: client.Registry) =>
-    samples(
+    canonical(
       await client.AggregatorRegistry.aggregate([
         await x.getMetricsAsJSON(),
         await y.getMetricsAsJSON(),
@@ -123,12 +121,7 @@ t.test('a histogram by another label exports as prom-client does too', async (t)
     histogram.observe({ backend }, seconds);
     durations.series(backend).observe(seconds);
   }
-  const lines = async (r: client.Registry) =>
-    (await r.metrics())
-      .split('\n')
-      .filter((l) => l.startsWith(name))
-      .map((l) => l.replace(/\{([^}]*)\}/, (_m, inner: string) => `{${inner.split(',').sort().join(',')}}`))
-      .sort();
+  const lines = async (r: client.Registry) => canonical(await r.metrics(), name);
   t.same(await lines(ours), await lines(reference));
   t.equal((await lines(ours)).length, 2 * (BUCKETS.length + 3));
 });

@@ -55,7 +55,7 @@ t.test(
     });
     t.equal(res.status, 200);
     await gw.close();
-    await until(() => collector.spans.length >= 3);
+    await until('three spans are exported', () => collector.spans.length >= 3);
     t.match(collector.contentTypes[0], /^application\/json/, 'the JSON encoding');
 
     const server = one(collector.spans, 'GET GetAssetGroupTagMember');
@@ -124,7 +124,7 @@ t.test('without a traceparent a new trace starts; sample_ratio 0 records only sa
   const refused = await request(gw, { method: 'GET', target: MEMBER });
   t.equal(refused.status, 401);
   await gw.close();
-  await until(() => collector.spans.length >= 3);
+  await until('three spans are exported', () => collector.spans.length >= 3);
   t.same([...new Set(collector.spans.map((s) => s.traceId))], [TRACE], "only the sampled client's trace");
   // Unsampled, the upstream still gets a traceparent: a new trace id, flags 00.
   const first = stub.seen[0]?.headers.traceparent as string;
@@ -145,7 +145,7 @@ t.test('a refused authentication marks its span failed with the reason', async (
   const res = await request(gw, { method: 'GET', target: MEMBER, headers: { Authorization: 'Bearer x' } });
   t.equal(res.status, 401);
   await gw.close();
-  await until(() => collector.spans.length >= 2);
+  await until('two spans are exported', () => collector.spans.length >= 2);
   const auth = one(collector.spans, 'authenticate');
   t.equal(auth.status, 2, 'error status');
   t.equal(auth.attributes['error.type'], 'malformed');
@@ -165,7 +165,7 @@ t.test('pass-through requests carry the traceparent of their own span', async (t
   const res = await call(gw, { method: 'GET', target, headers: { traceparent: `00-${TRACE}-${PARENT}-01` } });
   t.equal(res.status, 200);
   await gw.close();
-  await until(() => collector.spans.length >= 3);
+  await until('three spans are exported', () => collector.spans.length >= 3);
   const server = one(collector.spans, 'GET passthrough');
   const client = one(collector.spans, 'GET');
   t.same([client.traceId, client.parentSpanId, client.kind], [TRACE, server.spanId, 3]);
@@ -187,7 +187,7 @@ t.test(
       tracing: { otlp_endpoint: collector.url },
       auth: { jwt: { jwks_url: jwks.url, jwks_cooldown: '10ms' } },
     });
-    await until(async () => (await fetch(`${gw.adminUrl}/readyz`)).status === 200);
+    await until('the gateway is ready', async () => (await fetch(`${gw.adminUrl}/readyz`)).status === 200);
     // A new key: the request's unknown kid makes the gateway fetch again, within the request.
     jwks.keys = [first.jwk, second.jwk];
     const token = await second.sign({ sub: 'traced', permissions: ['asset_group_tags:read'] });
@@ -198,7 +198,7 @@ t.test(
     });
     t.equal(res.status, 200);
     await gw.close();
-    await until(() => byName(collector.spans, 'jwks fetch').length >= 2);
+    await until('two key fetch spans are exported', () => byName(collector.spans, 'jwks fetch').length >= 2);
     const fetches = byName(collector.spans, 'jwks fetch');
     const auth = one(collector.spans, 'authenticate');
     const during = fetches.find((s) => s.traceId === TRACE);
@@ -228,7 +228,9 @@ t.test('a PostgreSQL call is a child span of the request', async (t) => {
   });
   t.equal(res.status, 200);
   await gw.close();
-  await until(() => collector.spans.some((s) => s.name === 'asset_group_tags.get_member'));
+  await until('the PostgreSQL span is exported', () =>
+    collector.spans.some((s) => s.name === 'asset_group_tags.get_member'),
+  );
   const server = one(collector.spans, 'GET GetAssetGroupTagMember');
   const db = one(collector.spans, 'asset_group_tags.get_member');
   t.same([db.traceId, db.parentSpanId, db.kind], [TRACE, server.spanId, 3]);
@@ -264,7 +266,10 @@ t.test('workers mode: each worker exports the spans of the requests it served', 
   await proc.waitForCount((l) => l.msg === 'request' && typeof l.trace_id === 'string', K);
   proc.child.kill('SIGTERM');
   t.equal(await proc.exited, 0);
-  await until(() => byName(collector.spans, 'GET GetAssetGroupTagMember').length >= K);
+  await until(
+    `${K} request spans are exported`,
+    () => byName(collector.spans, 'GET GetAssetGroupTagMember').length >= K,
+  );
   const lines = proc.lines.filter((l) => l.msg === 'request');
   t.equal(new Set(lines.map((l) => l.worker)).size, 2, 'both workers served');
   const servers = byName(collector.spans, 'GET GetAssetGroupTagMember');

@@ -125,7 +125,7 @@ t.test('an unreachable service is 502, a slow one 504 and aborted', async (t) =>
   const slow = await call(gw, { method: 'GET', target: '/api/v2/self', headers: { Prefer: 'wait=1' } });
   t.equal(slow.status, 504);
   t.same(errorOf(slow), { status: 504, context: 'request', message: 'request timed out' });
-  await until(() => stub.seen[0]?.aborted === true);
+  await until('the upstream request is aborted', () => stub.seen[0]?.aborted === true);
   t.equal(stub.seen[0]?.aborted, true, 'the upstream request was aborted');
   await stub.close();
   const down = await call(gw, { method: 'GET', target: '/api/v2/self' });

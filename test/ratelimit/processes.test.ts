@@ -70,7 +70,7 @@ t.test('two gateways on one Redis admit together what one would', async (t) => {
     );
     // Wait (on Redis's clock) for the window to pass before the next burst.
     const edge = (await redisNow()) + 1_000_000;
-    await until(async () => (await redisNow()) > edge, 20);
+    await until("the window passes on Redis's clock", async () => (await redisNow()) > edge, undefined, 20);
   }
   t.equal(sent, 8 * LIMIT);
 

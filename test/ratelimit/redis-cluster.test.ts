@@ -52,8 +52,8 @@ async function tokensByNode(cluster: RedisClusterNodes, perNode: number) {
   return picked;
 }
 
-const errorsOf = (gw: TestGateway) =>
-  scrape(gw.adminUrl, 'gateway_rate_limit_decisions_total', { result: 'error' });
+const errorsOf = async (gw: TestGateway) =>
+  (await scrape(gw.adminUrl, 'gateway_rate_limit_decisions_total', { result: 'error' })) ?? 0;
 
 t.test('limits exact across nodes; a moved slot followed (ASK, then MOVED)', async (t) => {
   if (!requireRedisServer(t)) return;

@@ -116,7 +116,10 @@ t.test('a slow Redis (paused) never holds a request; it is found again once it a
   t.equal((await readyz(gw.adminUrl)).body.checks['rate_limits.redis'], 'redis unavailable');
 
   redis.resume();
-  await until(async () => (await readyz(gw.adminUrl)).body.checks['rate_limits.redis'] === 'ok', 50);
+  await until(
+    '/readyz finds Redis again',
+    async () => (await readyz(gw.adminUrl)).body.checks['rate_limits.redis'] === 'ok',
+  );
   const after = await call(gw, { method: 'GET', target: MEMBER });
   t.equal(after.status, 200);
   const counted = /^"default";r=9[78];t=(\d+)$/.exec(String(after.headers.ratelimit ?? ''));
@@ -136,9 +139,9 @@ t.test('a Redis restarted mid-run: requests go on, counting resumes', async (t) 
   await redis.stop();
   const down = await call(gw, { method: 'GET', target: MEMBER });
   t.equal(down.status, 503, 'deny while it is down');
-  await until(async () => (await readyz(gw.adminUrl)).status === 503, 50);
+  await until('/readyz answers 503', async () => (await readyz(gw.adminUrl)).status === 503);
   await redis.start();
-  await until(async () => (await readyz(gw.adminUrl)).status === 200, 50);
+  await until('/readyz answers 200', async () => (await readyz(gw.adminUrl)).status === 200);
   const back = await call(gw, { method: 'GET', target: MEMBER });
   t.equal(back.status, 200);
   // A new server holds no counts: this is its first admission.

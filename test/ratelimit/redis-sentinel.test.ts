@@ -107,10 +107,10 @@ async function failover(t: Test, how: 'kill' | 'freeze') {
   const lag = back - (switched as number);
   t.ok(lag <= TIMEOUT_MS + 5_000, `counting again ${Math.round(lag)} ms after the promotion`);
   t.ok(
-    (await scrape(gw.adminUrl, 'gateway_rate_limit_decisions_total', {
+    ((await scrape(gw.adminUrl, 'gateway_rate_limit_decisions_total', {
       policy: 'default',
       result: 'error',
-    })) >= failing.length,
+    })) ?? 0) >= failing.length,
     'the failed decisions are counted as errors',
   );
 

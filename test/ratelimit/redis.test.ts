@@ -70,7 +70,7 @@ t.test('policies in Redis', async (t) => {
 
   const ready = (await (await fetch(`${gw.adminUrl}/readyz`)).json()) as any;
   t.equal(ready.checks['rate_limits.redis'], 'ok');
-  t.ok((await scrape(gw.adminUrl, 'gateway_rate_limit_store_duration_seconds_count')) >= 8);
+  t.ok(((await scrape(gw.adminUrl, 'gateway_rate_limit_store_duration_seconds_count')) ?? 0) >= 8);
   t.equal(await scrape(gw.adminUrl, 'gateway_rate_limit_decisions_total', { result: 'error' }), 0);
 });
 
@@ -152,12 +152,22 @@ t.test('exact: no interval of the window admits more than the limit', async (t) 
   // thirds into the next window.
   for (const phase of [0, 333, 666, 100, 900]) {
     const target = (await redisNow()) + phase * 1000;
-    await until(async () => (await redisNow()) >= target, 5);
+    await until(
+      "the phase is reached on Redis's clock",
+      async () => (await redisNow()) >= target,
+      undefined,
+      5,
+    );
     admitted += await burst(gw, LIMIT * 2);
   }
   // An idle window later, the whole limit at once.
   const last = await redisNow();
-  await until(async () => (await redisNow()) >= last + 1_050_000, 20);
+  await until(
+    "an idle window passes on Redis's clock",
+    async () => (await redisNow()) >= last + 1_050_000,
+    undefined,
+    20,
+  );
   const fresh = await burst(gw, LIMIT);
   admitted += fresh;
   t.equal(fresh, LIMIT, 'a client idle for a window may send the limit at once');

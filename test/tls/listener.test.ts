@@ -13,6 +13,7 @@ import {
   servedCertificate,
 } from '../helpers/tls.js';
 import { until } from '../helpers/wait.js';
+import { metric } from '../helpers/metrics.js';
 
 // Each case makes keys with openssl and waits for the gateway's file checks (every 2 s).
 t.setTimeout(120_000);
@@ -50,10 +51,6 @@ async function start(
 async function metrics(gw: TestGateway): Promise<string> {
   return (await httpsRequest(gw.adminPort, { ...trust, target: '/metrics' })).body;
 }
-const sample = (text: string, series: string) => {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-};
 
 t.test('the API listener speaks HTTPS only, with the walk-through calls working over it', async (t) => {
   const { gw } = await start(t);
@@ -91,15 +88,15 @@ t.test(
     const { gw } = await start(t);
     const text = await metrics(gw);
     t.equal(
-      sample(text, 'gateway_tls_certificate_not_after_timestamp_seconds{listener="api"}'),
+      metric(text, 'gateway_tls_certificate_not_after_timestamp_seconds', { listener: 'api' }),
       notAfter(first),
     );
     t.equal(
-      sample(text, 'gateway_tls_certificate_not_after_timestamp_seconds{listener="admin"}'),
+      metric(text, 'gateway_tls_certificate_not_after_timestamp_seconds', { listener: 'admin' }),
       notAfter(admin),
     );
-    t.equal(sample(text, 'gateway_tls_reloads_total{result="ok"}'), 0);
-    t.equal(sample(text, 'gateway_tls_reloads_total{result="error"}'), 0);
+    t.equal(metric(text, 'gateway_tls_reloads_total', { result: 'ok' }), 0);
+    t.equal(metric(text, 'gateway_tls_reloads_total', { result: 'error' }), 0);
     const ready = await httpsRequest(gw.adminPort, { ...trust, target: '/readyz' });
     t.equal(ready.status, 200);
   },
@@ -125,7 +122,10 @@ t.test('a swapped Secret serves new connections while an open connection keeps w
   t.equal(before.status, 200);
   mount.mount(second);
   // Polled, never slept: the gateway looks at the files at least every 5 s.
-  await until(async () => (await servedCertificate(gw.port, trust)).cn === 'second', 100);
+  await until(
+    'the new certificate is served',
+    async () => (await servedCertificate(gw.port, trust)).cn === 'second',
+  );
   const after = await httpsRequest(gw.port, {
     target: CHECKSUM,
     agent,
@@ -135,10 +135,10 @@ t.test('a swapped Secret serves new connections while an open connection keeps w
   t.equal(after.serial, before.serial, 'on the connection made with the old certificate');
   const text = await metrics(gw);
   t.equal(
-    sample(text, 'gateway_tls_certificate_not_after_timestamp_seconds{listener="api"}'),
+    metric(text, 'gateway_tls_certificate_not_after_timestamp_seconds', { listener: 'api' }),
     notAfter(second),
   );
-  t.equal(sample(text, 'gateway_tls_reloads_total{result="ok"}'), 1);
+  t.equal(metric(text, 'gateway_tls_reloads_total', { result: 'ok' }), 1);
   t.ok(gw.logs.some((l) => l.msg === 'tls reloaded' && l.tls === 'server.tls'));
 });
 
@@ -147,23 +147,26 @@ t.test('a pair that does not load is refused, logged and counted; the old one ke
   const failures = () => gw.logs.filter((l) => l.msg === 'tls reload failed');
   // A key that is not the certificate's.
   mount.swap({ 'tls.crt': second.cert, 'tls.key': first.key });
-  await until(() => failures().length === 1, 50);
+  await until('the first failed reload is logged', () => failures().length === 1);
   t.match(failures()[0], { tls: 'server.tls', reason: /server\.tls\.key: does not match server\.tls\.cert/ });
   t.equal((await servedCertificate(gw.port, trust)).cn, 'first');
   // An expired certificate.
   mount.mount(expired);
-  await until(() => failures().length === 2, 50);
+  await until('the second failed reload is logged', () => failures().length === 2);
   t.match(failures()[1].reason, /server\.tls\.cert: the certificate expired/);
   t.equal((await servedCertificate(gw.port, trust)).cn, 'first');
   const text = await metrics(gw);
-  t.equal(sample(text, 'gateway_tls_reloads_total{result="error"}'), 2);
-  t.equal(sample(text, 'gateway_tls_reloads_total{result="ok"}'), 0);
+  t.equal(metric(text, 'gateway_tls_reloads_total', { result: 'error' }), 2);
+  t.equal(metric(text, 'gateway_tls_reloads_total', { result: 'ok' }), 0);
   // No key material in any log line.
   const key = readFileSync(first.key, 'utf8').split('\n')[1] as string;
   t.notOk(JSON.stringify(gw.logs).includes(key));
   // A good pair afterwards is taken.
   mount.mount(second);
-  await until(async () => (await servedCertificate(gw.port, trust)).cn === 'second', 100);
+  await until(
+    'the new certificate is served',
+    async () => (await servedCertificate(gw.port, trust)).cn === 'second',
+  );
 });
 
 t.test('a reload (SIGHUP) reads the files again, including new paths', async (t) => {

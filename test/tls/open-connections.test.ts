@@ -63,6 +63,7 @@ t.test('a CRL change closes the connections verified against the old one', async
 
   replaceFile(files.crl, ca.revoke(victim));
   await until(
+    'the revoked certificate refused',
     async () => (await sessionRequest(gw.port, { ...as(victim), target: CHECKSUM })).status === 401,
   );
 
@@ -100,11 +101,15 @@ t.test('a certificate past its notAfter identifies nobody, on an open or resumed
   }
   const { session } = conn;
   let head = '';
-  await until(async () => {
-    const answer = await (conn as TlsConnection).get(CHECKSUM);
-    head = answer.head;
-    return answer.status !== 200;
-  }, 200);
+  await until(
+    'the expired certificate refused',
+    async () => {
+      const answer = await (conn as TlsConnection).get(CHECKSUM);
+      head = answer.head;
+      return answer.status !== 200;
+    },
+    200,
+  );
   t.match(head, /^HTTP\/1\.1 401 /, 'the same connection: 401 once the certificate expired');
   t.equal(reasonOf(gw, head), 'untrusted_certificate');
   t.notOk(conn.socket.destroyed, 'the connection stays open');

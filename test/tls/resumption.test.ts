@@ -81,7 +81,7 @@ t.test('a revoked certificate: its TLS 1.2 and 1.3 tickets no longer resume', as
   const sessions = await sessionsOf(t, gw, victim);
   replaceFile(files.crl, ca.revoke(victim));
   // The new CRL is in force once a full handshake is judged by it.
-  await until(async () => (await sessionRequest(gw.port, as(victim))).status === 401, 100);
+  await until('the new CRL in force', async () => (await sessionRequest(gw.port, as(victim))).status === 401);
   for (const [version, session] of sessions) {
     const resumed = await sessionRequest(gw.port, { ...as(victim, version), session });
     t.notOk(resumed.reused, `${version}: the session made before the CRL changed does not resume`);
@@ -95,7 +95,7 @@ t.test('a new client CA: tickets made under the old one no longer resume', async
   const gw = await start(t, 'optional', files);
   const sessions = await sessionsOf(t, gw, good);
   replaceFile(files.ca, other.cert);
-  await until(async () => (await sessionRequest(gw.port, as(good))).status === 401, 100);
+  await until('the new CA in force', async () => (await sessionRequest(gw.port, as(good))).status === 401);
   for (const [version, session] of sessions) {
     const resumed = await sessionRequest(gw.port, { ...as(good, version), session });
     t.notOk(resumed.reused, `${version}: no resumption under the new CA`);
@@ -109,7 +109,9 @@ t.test('require: a refused resumption falls back to one full handshake', async (
   const sessions = await sessionsOf(t, gw, good);
   // A reissued CRL revoking nothing new: still new trust.
   replaceFile(files.crl, ca.crl());
-  await until(() => gw.logs.some((l) => l.msg === 'tls reloaded' && l.tls === 'server.tls'), 50);
+  await until('the CRL reloaded', () =>
+    gw.logs.some((l) => l.msg === 'tls reloaded' && l.tls === 'server.tls'),
+  );
   for (const [version, session] of sessions) {
     const resumed = await sessionRequest(gw.port, { ...as(good, version), session });
     t.notOk(resumed.reused, `${version}: the old ticket is refused`);

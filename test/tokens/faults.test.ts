@@ -7,9 +7,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { stringify } from 'yaml';
-import { baseConfig, merge, startGateway, type TestGateway, TOKENS } from '../helpers/gateway.js';
+import { baseConfig, merge, readyz, TOKENS } from '../helpers/gateway.js';
 import {
   ADMIN_URL,
   createDatabase,
@@ -19,20 +19,9 @@ import {
   startProxy,
   withPort,
 } from '../helpers/postgres.js';
-import { createToken, get, metric, tokensCli, tokenStore, until } from '../helpers/tokens.js';
-
-const status = async (gw: TestGateway, token: Parameters<typeof get>[1]) => (await get(gw, token)).status;
-const readyz = async (gw: TestGateway) => {
-  const res = await fetch(`${gw.adminUrl}/readyz`);
-  return { status: res.status, body: (await res.json()) as { checks: Record<string, string> } };
-};
-const metrics = async (gw: TestGateway) => (await fetch(`${gw.adminUrl}/metrics`)).text();
-
-async function gatewayOn(t: Test, url: string, over: Record<string, unknown> = {}): Promise<TestGateway> {
-  const gw = await startGateway({ auth: { signature: { token_store: tokenStore(url, over) } } });
-  t.teardown(() => gw.close());
-  return gw;
-}
+import { createToken, status, storeGateway, tokensCli, tokenStore } from '../helpers/tokens.js';
+import { until } from '../helpers/wait.js';
+import { metric, metricsText } from '../helpers/metrics.js';
 
 /** A configuration file (for `gateway tokens`) whose store is `url`. */
 function configFor(dir: string, url: string): string {
@@ -55,7 +44,7 @@ if (await requirePostgres(t)) {
       const tok = await createToken(direct, 'held');
       const proxy = await startProxy(t, url);
       await proxy.stop();
-      const gw = await gatewayOn(t, withPort(url, proxy.port), { connect_timeout: '500ms' });
+      const gw = await storeGateway(t, withPort(url, proxy.port), { connect_timeout: '500ms' });
 
       const before = await readyz(gw);
       t.equal(before.status, 503, 'not ready before the first read');
@@ -89,14 +78,17 @@ if (await requirePostgres(t)) {
       // A database of its own: it is the one made to refuse connections.
       const url = await createDatabase(t);
       const name = new URL(url).pathname.slice(1);
-      const gw = await gatewayOn(t, url);
+      const gw = await storeGateway(t, url);
       await until('loaded', async () => (await readyz(gw)).status === 200);
       const tok = await createToken(gw.configFile, 'held');
       // Held, seen without a request (a verified one would write last_used_at on the pool).
-      await until('held', async () => metric(await metrics(gw), 'gateway_tokens{source="store"}') === 1);
+      await until(
+        'held',
+        async () => metric(await metricsText(gw.adminUrl), 'gateway_tokens', { source: 'store' }) === 1,
+      );
       t.equal((await readyz(gw)).body.checks.token_store, 'ok');
       t.equal(
-        metric(await metrics(gw), 'gateway_token_store_stale_seconds'),
+        metric(await metricsText(gw.adminUrl), 'gateway_token_store_stale_seconds'),
         0,
         'the gauge is 0 while current',
       );
@@ -136,13 +128,13 @@ if (await requirePostgres(t)) {
       const ready = await readyz(gw);
       t.equal(ready.status, 200, '/readyz stays 200');
       t.match(ready.body.checks.token_store, stale);
-      const text = await metrics(gw);
-      t.ok(metric(text, 'gateway_token_store_stale_seconds') > 0, 'the gauge says it is stale');
+      const text = await metricsText(gw.adminUrl);
+      t.ok((metric(text, 'gateway_token_store_stale_seconds') ?? 0) > 0, 'the gauge says it is stale');
       t.ok(
-        metric(text, 'gateway_token_store_stale_seconds') <= (Date.now() - since) / 1000,
+        (metric(text, 'gateway_token_store_stale_seconds') ?? Infinity) <= (Date.now() - since) / 1000,
         'since that read',
       );
-      t.equal(metric(text, 'gateway_ready{check="token_store"}'), 1, 'gateway_ready stays 1');
+      t.equal(metric(text, 'gateway_ready', { check: 'token_store' }), 1, 'gateway_ready stays 1');
       t.equal(await status(gw, tok), 200, 'the held token verifies');
       t.same(
         await sql(ADMIN_URL, `SELECT pid ${sessions}`, [name, 'bh-gateway tokens listen']),
@@ -156,7 +148,11 @@ if (await requirePostgres(t)) {
         async () => (await readyz(gw)).body.checks.token_store === 'ok',
       );
       t.ok(back < 2_000, `ok again after ${Math.round(back)} ms`);
-      t.equal(metric(await metrics(gw), 'gateway_token_store_stale_seconds'), 0, 'the gauge is 0 again');
+      t.equal(
+        metric(await metricsText(gw.adminUrl), 'gateway_token_store_stale_seconds'),
+        0,
+        'the gauge is 0 again',
+      );
       t.equal((await readyz(gw)).status, 200);
     },
   );
@@ -164,7 +160,7 @@ if (await requirePostgres(t)) {
   t.test('a database that stops answering: stale within 2 s, ok again once it answers', async (t) => {
     const url = await createSchema(t, database);
     const proxy = await startProxy(t, url);
-    const gw = await gatewayOn(t, withPort(url, proxy.port));
+    const gw = await storeGateway(t, withPort(url, proxy.port));
     await until('loaded', async () => (await readyz(gw)).status === 200);
     t.equal((await readyz(gw)).body.checks.token_store, 'ok');
 
@@ -177,19 +173,19 @@ if (await requirePostgres(t)) {
     const ready = await readyz(gw);
     t.equal(ready.status, 200);
     t.match(ready.body.checks.token_store, /^stale since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    t.ok(metric(await metrics(gw), 'gateway_token_store_stale_seconds') > 0);
+    t.ok((metric(await metricsText(gw.adminUrl), 'gateway_token_store_stale_seconds') ?? 0) > 0);
 
     proxy.thaw();
     const thawedAt = performance.now();
     await until('ok again', async () => (await readyz(gw)).body.checks.token_store === 'ok');
     const back = performance.now() - thawedAt;
     t.ok(back < 2_000, `ok again after ${Math.round(back)} ms`);
-    t.equal(metric(await metrics(gw), 'gateway_token_store_stale_seconds'), 0);
+    t.equal(metric(await metricsText(gw.adminUrl), 'gateway_token_store_stale_seconds'), 0);
   });
 
   t.test('pg_terminate_backend of every gateway connection: it recovers without a restart', async (t) => {
     const url = await createSchema(t, database);
-    const gw = await gatewayOn(t, url);
+    const gw = await storeGateway(t, url);
     await until('loaded', async () => (await readyz(gw)).status === 200);
     const tok = await createToken(gw.configFile, 'steady');
     await until('the token verifies', async () => (await status(gw, tok)) === 200);
@@ -238,8 +234,8 @@ if (await requirePostgres(t)) {
     const url = await createSchema(t, database);
     const interval = 1.5;
     const gateways = [
-      await gatewayOn(t, url, { last_used_interval: `${interval}s` }),
-      await gatewayOn(t, url, { last_used_interval: `${interval}s` }),
+      await storeGateway(t, url, { last_used_interval: `${interval}s` }),
+      await storeGateway(t, url, { last_used_interval: `${interval}s` }),
     ];
     for (const gw of gateways) await until('loaded', async () => (await readyz(gw)).status === 200);
     // Every write of last_used_at, as the database sees it.

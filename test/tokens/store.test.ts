@@ -11,32 +11,26 @@ import t, { type Test } from 'tap';
 import { stringify } from 'yaml';
 import { loadConfigFile } from '../../src/config/load.js';
 import { encryptionKeyId } from '../../src/tokens/seal.js';
-import { baseConfig, errorOf, merge, startGateway, type TestGateway, TOKENS } from '../helpers/gateway.js';
+import { baseConfig, errorOf, merge, readyz, type TestGateway, TOKENS } from '../helpers/gateway.js';
 import { createDatabase, createSchema, requirePostgres, sql } from '../helpers/postgres.js';
+import { metric, metricsText, scrape } from '../helpers/metrics.js';
 import {
   createToken,
   ENCRYPTION_KEYS,
   gatewayCli,
   get,
-  metric,
+  status,
+  storeGateway,
   tokensCli,
   tokenStore,
-  until,
 } from '../helpers/tokens.js';
+import { until } from '../helpers/wait.js';
 
 const NOT_FOUND = 'unable to validate request signature for client: resource not found';
 
-const status = async (gw: TestGateway, token: Parameters<typeof get>[1]) => (await get(gw, token)).status;
-const metrics = async (gw: TestGateway) => (await fetch(`${gw.adminUrl}/metrics`)).text();
-const readyz = async (gw: TestGateway) => {
-  const res = await fetch(`${gw.adminUrl}/readyz`);
-  return { status: res.status, body: (await res.json()) as { checks: Record<string, string> } };
-};
-
 /** A gateway whose token store is the schema at `url`; resolves once it has read the store. */
 async function gatewayOn(t: Test, url: string, over: Record<string, unknown> = {}): Promise<TestGateway> {
-  const gw = await startGateway({ auth: { signature: { token_store: tokenStore(url, over) } } });
-  t.teardown(() => gw.close());
+  const gw = await storeGateway(t, url, over);
   await until('the token store is loaded', async () => (await readyz(gw)).status === 200);
   return gw;
 }
@@ -74,15 +68,18 @@ if (await requirePostgres(t)) {
       (k) => gw.logs.filter((l) => l.token_id === k.id && l.status === 401).at(-1)?.auth_failure,
     );
     t.same(reasons, ['revoked_token', 'expired_token', 'unknown_token'], 'the log tells them apart');
-    const text = await metrics(gw);
+    const text = await metricsText(gw.adminUrl);
     for (const reason of ['revoked_token', 'expired_token', 'unknown_token']) {
-      t.ok(metric(text, `gateway_auth_failures_total{scheme="signature",reason="${reason}"}`) >= 1, reason);
+      t.ok((metric(text, 'gateway_auth_failures_total', { scheme: 'signature', reason }) ?? 0) >= 1, reason);
     }
-    t.equal(metric(text, 'gateway_tokens{source="store"}'), 0, 'no store token verifies any more');
-    t.equal(metric(text, 'gateway_tokens{source="config"}'), Object.keys(TOKENS).length);
-    t.ok(metric(text, 'gateway_token_store_reloads_total{result="ok"}') >= 1);
-    t.equal(metric(text, 'gateway_token_store_reloads_total{result="error"}'), 0);
-    t.ok(metric(text, 'gateway_token_store_notify_lag_seconds_count') >= 1, 'notified changes are timed');
+    t.equal(metric(text, 'gateway_tokens', { source: 'store' }), 0, 'no store token verifies any more');
+    t.equal(metric(text, 'gateway_tokens', { source: 'config' }), Object.keys(TOKENS).length);
+    t.ok((metric(text, 'gateway_token_store_reloads_total', { result: 'ok' }) ?? 0) >= 1);
+    t.equal(metric(text, 'gateway_token_store_reloads_total', { result: 'error' }), 0);
+    t.ok(
+      (metric(text, 'gateway_token_store_notify_lag_seconds_count') ?? 0) >= 1,
+      'notified changes are timed',
+    );
   });
 
   t.test('during a rotation overlap both keys verify, then only the new one', async (t) => {
@@ -217,7 +214,10 @@ if (await requirePostgres(t)) {
       const skipped = gw.logs.filter((l) => l.msg === 'token does not decrypt; skipped');
       t.same(skipped.map((l) => l.token_id).sort(), [reader.id, other.id].sort(), 'each is logged by its id');
       t.ok(skipped.every((l) => l.why === 'tampered' && Object.keys(l).every((k) => !/key|sealed/.test(k))));
-      t.ok(metric(await metrics(gw), 'gateway_token_store_reloads_total{result="error"}') >= 2, 'counted');
+      t.ok(
+        ((await scrape(gw.adminUrl, 'gateway_token_store_reloads_total', { result: 'error' })) ?? 0) >= 2,
+        'counted',
+      );
       const ready = await readyz(gw);
       t.equal(ready.status, 200, 'readiness stays 200');
       t.equal(ready.body.checks.token_store, 'ok');

@@ -31,15 +31,15 @@ t.test('a failing health check takes a target out, passing ones bring it back', 
   );
   t.same(set.states(), { healthy: 3, unhealthy: 0, ejected: 0 }, 'targets start healthy');
   status.b = 503;
-  await until(() => set.states().unhealthy === 1);
+  await until('b unhealthy', () => set.states().unhealthy === 1);
   t.same(changes, [`${b.url} false`]);
   const before = b.received.length;
   for (let i = 0; i < 12; i++) t.equal((await send(set, GET)).status, 200);
   t.equal(b.received.length, before, 'no request reaches a target failing its health check');
   status.b = 200;
-  await until(() => set.states().healthy === 3);
+  await until('b healthy again', () => set.states().healthy === 3);
   t.same(changes, [`${b.url} false`, `${b.url} true`]);
-  await until(async () => (await send(set, GET)).from === b.url);
+  await until('b answering again', async () => (await send(set, GET)).from === b.url);
 });
 
 t.test('a check that hangs past its timeout, or is refused, fails', async (t) => {
@@ -48,7 +48,7 @@ t.test('a check that hangs past its timeout, or is refused, fails', async (t) =>
   const set = targetSet(t, replicas, { healthCheck: CHECK });
   status.a = 0;
   await b.stop();
-  await until(() => set.states().unhealthy === 2);
+  await until('both unhealthy', () => set.states().unhealthy === 2);
   t.notOk(set.ready(), 'every target out: not ready');
   const started = Date.now();
   const err = await send(set, GET).catch((e: unknown) => e);
@@ -58,7 +58,7 @@ t.test('a check that hangs past its timeout, or is refused, fails', async (t) =>
   t.equal(a.received.length + b.received.length, 0, 'nothing was sent');
   status.a = 200;
   await b.start();
-  await until(() => set.states().healthy === 2);
+  await until('both healthy again', () => set.states().healthy === 2);
   t.ok(set.ready());
   t.equal((await send(set, GET)).status, 200);
 });
@@ -75,7 +75,7 @@ t.test('ejection is counted before health: each target once', async (t) => {
   for (let i = 0; i < 15; i++) await send(set, GET);
   status.a = 503;
   status.b = 503;
-  await until(() => set.states().unhealthy === 1 && !set.targets[1]?.health.healthy);
+  await until('b unhealthy', () => set.states().unhealthy === 1 && !set.targets[1]?.health.healthy);
   t.same(set.states(), { healthy: 1, unhealthy: 1, ejected: 1 }, 'a ejected and unhealthy counts as ejected');
   t.equal((await send(set, GET)).from, replicas[2]?.url, 'c takes every request');
 });

@@ -118,7 +118,7 @@ t.test('no retry once the deadline has passed or the request stopped', async (t)
   const stop = new AbortController();
   const started = performance.now();
   const hung = send(set, { ...GET, signal: stop.signal });
-  await until(() => a.held.length === 1);
+  await until('the request held by a', () => a.held.length === 1);
   stop.abort(errors.deadline());
   await t.rejects(hung, errors.deadline(), 'a hanging target costs the request its deadline, no more');
   t.ok(performance.now() - started < 10_000);
@@ -139,9 +139,10 @@ t.test('the retry budget: at most max(3, floor(budget × requests in flight)) re
     b.mode = 'hang';
     const reasons: string[] = [];
     const burst = Array.from({ length: 20 }, () => send(set, GET, { retried: (r) => reasons.push(r) }));
-    await until(() => a.held.length === 10 && b.held.length === 10);
+    await until('the burst spread over a and b', () => a.held.length === 10 && b.held.length === 10);
     for (const res of a.held.splice(0)) res.writeHead(503).end();
     await until(
+      'the retries held by b',
       () => set.budget.requests === 20 - (10 - reasons.length) && b.held.length === 10 + reasons.length,
     );
     t.equal(reasons.length, expected, `budget ${budget * 100}%: ${expected} retries`);

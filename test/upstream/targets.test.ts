@@ -30,7 +30,7 @@ t.test('least_request sends each request to a target with the fewest in flight',
   for (const r of all) r.mode = 'hang';
   const set = targetSet(t, all);
   const pending = Array.from({ length: 6 }, () => send(set, GET));
-  await until(() => all.every((r) => r.held.length === 2));
+  await until('two requests held by each target', () => all.every((r) => r.held.length === 2));
   t.same(
     set.targets.map((target) => target.inFlight),
     [2, 2, 2],
@@ -39,7 +39,7 @@ t.test('least_request sends each request to a target with the fewest in flight',
   const [a] = all as [Replica];
   a.mode = 'answer';
   a.release();
-  await until(() => set.targets[0]?.inFlight === 0);
+  await until('a emptied', () => set.targets[0]?.inFlight === 0);
   const next = await send(set, { ...GET, path: '/next' });
   t.equal(nameOf(all, next.from), 'a', 'the next one goes to the target with none in flight');
   for (const r of all) r.release();
@@ -135,7 +135,7 @@ t.test('every target failing: one request at a time tries, the others are answer
   t.notOk(set.ready(), 'but it fails every request: the backend is not ready');
   only.mode = 'hang';
   const trial = send(set, GET);
-  await until(() => only.held.length === 1);
+  await until('the trial held', () => only.held.length === 1);
   await t.rejects(send(set, GET), errors.upstreamUnavailable('all_out'), 'another is answered at once');
   t.equal(only.received.length, 6, 'and never reached the target');
   only.mode = 'answer';
