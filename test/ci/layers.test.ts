@@ -3,12 +3,17 @@
  * one throwaway import that breaks a rule of STYLE.md fails, naming that import.
  */
 import { execFile } from 'node:child_process';
-import { appendFileSync, cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 
-const REPO = path.resolve(import.meta.dirname, '../..');
+/** The repository: the nearest folder above this file holding package.json (from test/ or dist-test/). */
+const REPO = (() => {
+  let dir = import.meta.dirname;
+  while (!existsSync(path.join(dir, 'package.json'))) dir = path.dirname(dir);
+  return dir;
+})();
 const SCRIPT = path.join(REPO, '.ci/layers.mjs');
 
 /** Runs the check on `src`: its exit code and what it printed on stderr. */
