@@ -1,18 +1,19 @@
 /**
- * createApp(config): wires the logger, metrics and the configuration's runtime (backends, pipeline:
- * runtime.ts) into an API server and an admin server, and swaps runtimes on reload. No `listen()`
- * happens here until asked, so tests run the real app in process on port 0.
+ * createApp(config): the gateway's lifecycle. It makes what outlives a configuration (logger,
+ * metrics, TLS listeners), builds the configuration's runtime (`runtime.ts`) and serves it on an API
+ * server and an admin server; it swaps a new runtime in on reload, and drains on close. No `listen()`
+ * happens until asked, so tests run the real app in process on port 0.
  */
-import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DestinationStream } from 'pino';
-import { FileLocks } from './backends/file-locks.js';
+import { AUTH_FAILURES } from './auth/authenticate.js';
 import { KeySources } from './auth/key-sources.js';
+import { FileLocks } from './backends/file-locks.js';
 import { valueAt } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { configWarnings } from './config/warnings.js';
-import { DeadlineClock } from './http/deadline.js';
-import { answerFramingErrors } from './http/framing.js';
+import { createApiServer } from './http/api-server.js';
+import { DeadlineClock } from './http/deadline-clock.js';
 import { createHandler } from './http/handler.js';
 import { listenOn } from './http/listen.js';
 import { createAdminHandler } from './observability/admin.js';
@@ -63,7 +64,7 @@ export interface AppOptions {
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
   const root = createLogger(config.logging.level, options.logDestination);
   const logger = options.worker === undefined ? root : root.child({ worker: options.worker });
-  const metrics = createMetrics({ maxWait: config.prefer.max_wait });
+  const metrics = createMetrics({ maxWait: config.prefer.max_wait, authFailures: AUTH_FAILURES });
   // Loaded (the OpenTelemetry SDK imported) only when configured.
   const tracing = await loadTracing(config.tracing, logger);
   warn(logger, config);
@@ -93,7 +94,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await tracing?.shutdown();
     throw err;
   }
-  metrics.readiness(() => runtime.checks());
+  metrics.readiness.add(() => runtime.checks());
   let draining = false;
   let faulted = false;
   let closing: Promise<void> = Promise.resolve();
@@ -111,35 +112,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     draining: () => draining,
     faulted: () => faulted,
   });
-  const server = listenerServer(
-    tls.api,
-    {
-      maxHeaderSize: config.server.max_header_size,
-      // The deadline and the body idle timeout bound a request; Node's own timer only checks headers.
-      requestTimeout: 0,
-      headersTimeout: config.server.headers_timeout,
-      // Node checks headersTimeout every 30 s by default, far coarser than the timeout itself.
-      connectionsCheckingInterval: Math.max(50, Math.min(1000, config.server.headers_timeout / 4)),
-      keepAliveTimeout: config.server.keep_alive_timeout,
-      // A missing Host is answered in the envelope by the route stage, not by Node's bare 400.
-      requireHostHeader: false,
-    },
-    handler,
-  );
-  // `Expect: 100-continue` is answered only once the request is authenticated (see authenticate.ts),
-  // so a refused upload is never sent.
-  // Over TLS the HTTP connection is the TLS socket (the one a client's FIN shows on).
-  server.on(tls.api ? 'secureConnection' : 'connection', handler.connection);
+  const server = createApiServer(tls.api, config.server, handler, { logger, metrics });
   // A connection whose client certificate was verified against trust no longer in force (a new
   // client_ca or client_crl) closes after its in-flight request: the client shakes hands again.
   tls.api?.trust.onStale((socket) => handler.retire(socket));
-  server.on('checkContinue', handler);
-  // Any other `Expect` goes through the pipeline too, which answers 417 after routing.
-  server.on('checkExpectation', handler);
-  // A client that half-closes after its request (shutdown(SHUT_WR)) still gets the answer (Node's
-  // own switch, false by default, read by its HTTP server on the client's FIN).
-  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
-  answerFramingErrors(server, { logger, metrics });
   const ready = () => !draining && runtime.ready();
   const admin =
     options.worker === undefined

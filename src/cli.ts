@@ -126,7 +126,7 @@ async function checkConfig(args: string[]): Promise<number> {
   for (const warning of configWarnings(config)) process.stderr.write(`${file}: warning: ${warning}\n`);
   // Resolved, the token store's URL can be read: say which YAML tokens it overrides.
   if (parsed.values.resolve === true) {
-    const { shadowedTokens } = await import('./cli/tokens-check.js');
+    const { shadowedTokens } = await import('./cli/shadowed-tokens.js');
     for (const warning of await shadowedTokens(config))
       process.stderr.write(`${file}: warning: ${warning}\n`);
   }

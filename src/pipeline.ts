@@ -1,28 +1,26 @@
 /**
- * The request pipeline, in the contract's order (GATEWAY.md §2). Reading this list is reading the
- * architecture: each stage writes one field of the request context, and any stage that throws ends
- * in the one error-envelope writer (`http/envelope.ts`), run by `http/handler.ts`.
+ * The request pipeline, in the contract's order (GATEWAY.md §2). Reading this file is reading the
+ * architecture: every request is routed first, then runs its route's own stages; each stage writes
+ * one field of the request context, and any stage that throws ends in the one error-envelope writer
+ * (`http/envelope.ts`), run by `http/handler.ts`.
  */
 import { authorize } from './auth/authorize.js';
 import type { Config } from './config/schema.js';
 import type { RequestContext } from './http/context.js';
-import { type DeadlineClock, preferredWait, startDeadline } from './http/deadline.js';
+import { startDeadline } from './http/deadline.js';
+import type { DeadlineClock } from './http/deadline-clock.js';
+import { preferredWait } from './http/prefer.js';
 import { singleHeaders } from './http/headers.js';
 import { type OperationId, routeRequest } from './http/router.js';
-import type { Tracing } from './observability/tracing/tracing.js';
+import type { Pipeline, Stage, Stages } from './http/stage.js';
 import type { Operation } from './operations/operation.js';
 import type { RateLimitStages } from './ratelimit/index.js';
-
-/** One step of the pipeline. */
-export type Stage = (ctx: RequestContext) => void | Promise<void>;
 
 export interface PipelineParts {
   readonly prefer: Config['prefer'];
   /** The app's timer wheel, which fires the requests' deadlines. */
   readonly clock: DeadlineClock;
   readonly authenticate: Stage;
-  /** With tracing on, authentication is a child span of the request's (contract §10). */
-  readonly tracing?: Tracing;
   readonly operations: Readonly<Record<Exclude<OperationId, 'passthrough'>, Operation>> & {
     /** Present when pass-through is configured: every other `/api/v2` request goes to it. */
     readonly passthrough?: Operation;
@@ -34,52 +32,60 @@ export interface PipelineParts {
 /** The request's one `Prefer` (400 when repeated). */
 const preferOf = singleHeaders(['Prefer']);
 
-/** The ordered stages for one configuration. */
-export function createPipeline(parts: PipelineParts): ReadonlyArray<readonly [name: string, stage: Stage]> {
-  const { prefer, operations, clock, tracing } = parts;
-  const authenticate = tracing === undefined ? parts.authenticate : traced(tracing, parts.authenticate);
+/** The pipeline of one configuration: the route stage, and each operation's stages made once. */
+export function createPipeline(parts: PipelineParts): Pipeline {
+  const { prefer, operations, clock, authenticate } = parts;
   const byAddress = parts.rateLimits?.unauthenticated;
   const byIdentity = parts.rateLimits?.identity;
-  return [
-    // 400 for a missing Host or an unsafe target, 301 for `//` or a dot segment, 404 / 405, 417 for an
-    // odd Expect.
-    [
-      'route',
-      (ctx) => {
-        try {
-          ctx.route = routeRequest(ctx.req, ctx.rawTarget, ctx.path, operations.passthrough !== undefined);
-        } catch (err) {
-          // Every response says which wait applied, a refusal before the Prefer stage too.
-          appliedWaitOnRefusal(ctx, prefer);
-          throw err;
-        }
-      },
-    ],
-    // 400 for a malformed Prefer; the deadline (an AbortSignal) covers everything after this point.
-    [
-      'deadline',
-      (ctx) => {
-        ctx.deadline = startDeadline(preferOf(ctx.req)[0], prefer, clock);
-        ctx.headers.push('Preference-Applied', ctx.deadline.applied);
-      },
-    ],
-    // 429 for an address over its `unauthenticated` limit, before authentication is attempted.
-    ...(byAddress ? [['unauthenticated', byAddress.check] as const] : []),
+
+  // 400 for a malformed Prefer; the deadline (an AbortSignal) covers everything after this point.
+  const deadline: Stage = (ctx) => {
+    ctx.deadline = startDeadline(preferOf(ctx.req)[0], prefer, clock);
+    ctx.headers.push('Preference-Applied', ctx.deadline.applied);
+  };
+  // 429 for an address over its `unauthenticated` limit, before authentication is attempted.
+  const addressLimit: Stages = byAddress ? [['unauthenticated', byAddress.check]] : [];
+
+  /** The stages of an operation that needs credentials. */
+  const guarded = (operation: Operation): Stages => [
+    ['deadline', deadline],
+    ...addressLimit,
     // 401 / 400, the body read under its limit (413) and verified; writes identity and body. Its
     // refusals count against the address's `unauthenticated` limit.
     ['authenticate', byAddress ? byAddress.counting(authenticate) : authenticate],
     // 429 over a policy of the verified identity; `RateLimit-Policy` and `RateLimit` on the answer.
     ...(byIdentity ? [['rate limit', byIdentity] as const] : []),
     // 403 without the operation's permission.
-    ['authorize', (ctx) => authorize(ctx, operationOf(ctx, operations).permission)],
+    ['authorize', (ctx) => authorize(ctx, operation.permission)],
     // path parameters (400) → existence (404) → body validation (400/413) → the backend.
-    ['operation', (ctx) => operationOf(ctx, operations).handle(ctx)],
+    ['operation', (ctx) => operation.handle(ctx)],
   ];
-}
+  /** The stages of a public operation (contract §11): no credentials, no identity, no permission. */
+  const open = (operation: Operation): Stages => [
+    ['deadline', deadline],
+    ...addressLimit,
+    ['operation', (ctx) => operation.handle(ctx)],
+  ];
+  const byOperation = new Map<string, Stages>();
+  for (const [id, operation] of Object.entries(operations) as Array<[string, Operation]>) {
+    byOperation.set(id, operation.public === true ? open(operation) : guarded(operation));
+  }
 
-/** `stage` as the span `authenticate`: a refusal marks it failed with its reason. */
-function traced(tracing: Tracing, stage: Stage): Stage {
-  return (ctx) => tracing.span('authenticate', 'internal', {}, () => stage(ctx));
+  return {
+    // 400 for a missing Host or an unsafe target, 301 for `//` or a dot segment, 404 / 405, 417 for
+    // an odd Expect.
+    route(ctx) {
+      try {
+        ctx.route = routeRequest(ctx.req, ctx.rawTarget, ctx.path, operations.passthrough !== undefined);
+      } catch (err) {
+        // Every response says which wait applied, a refusal before the Prefer stage too.
+        appliedWaitOnRefusal(ctx, prefer);
+        throw err;
+      }
+    },
+    // The router names `passthrough` only when that operation is configured.
+    stagesOf: (route) => byOperation.get(route.operation) as Stages,
+  };
 }
 
 /** Sets `Preference-Applied` for a request refused before its deadline started, if its Prefer is valid. */
@@ -90,9 +96,4 @@ function appliedWaitOnRefusal(ctx: RequestContext, prefer: Config['prefer']): vo
   } catch {
     // An invalid or repeated Prefer applied nothing.
   }
-}
-
-function operationOf(ctx: RequestContext, operations: PipelineParts['operations']): Operation {
-  // The router names `passthrough` only when that operation is configured.
-  return operations[(ctx.route as NonNullable<RequestContext['route']>).operation] as Operation;
 }

@@ -1,6 +1,7 @@
 /**
  * What one configuration runs (its pipeline, backends, tokens, limits and key sources), built at
- * start and again on every reload, and what outlives it (the app instance's shared state).
+ * start and again on every reload (`app.ts` swaps them), and what outlives it (the app instance's
+ * shared state).
  */
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
@@ -10,10 +11,12 @@ import type { KeySourceInfo } from './auth/jwt.js';
 import type { KeySources } from './auth/key-sources.js';
 import type { FileLocks } from './backends/file-locks.js';
 import { createBackends } from './backends/index.js';
+import { GATEWAY_SCHEMA } from './backends/postgres/schema.js';
 import type { Config } from './config/schema.js';
 import { Holds } from './holds.js';
 import { createClientAddressing, type ClientAddressing } from './http/client-address.js';
-import type { DeadlineClock } from './http/deadline.js';
+import type { DeadlineClock } from './http/deadline-clock.js';
+import type { Pipeline } from './http/stage.js';
 import type { Logger } from './observability/logger.js';
 import { type Check, checkReady } from './observability/checks.js';
 import type { ClientTrust } from './tls/trust.js';
@@ -21,9 +24,9 @@ import type { Metrics } from './observability/metrics.js';
 import type { Tracing } from './observability/tracing/tracing.js';
 import { createAssetGroupTagMember } from './operations/asset-group-tag-member.js';
 import { createCollectorChecksum } from './operations/collector-checksum.js';
-import { createPassthroughOperation } from './operations/passthrough.js';
+import { createPassthroughOperation } from './operations/passthrough/index.js';
 import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
-import { createPipeline, type Stage } from './pipeline.js';
+import { createPipeline } from './pipeline.js';
 import { createRateLimits, type RateLimitCounts } from './ratelimit/index.js';
 import { openTokens, type Tokens } from './tokens/index.js';
 
@@ -43,7 +46,7 @@ export interface Runtime {
   readonly holds: Holds;
   /** A request that took this configuration has ended. */
   release(): void;
-  readonly stages: ReadonlyArray<readonly [string, Stage]>;
+  readonly pipeline: Pipeline;
   /** How each request's client address is found (`server.trusted_proxies`). */
   readonly addressing: ClientAddressing;
 }
@@ -73,7 +76,11 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
     throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
   });
   const backends = await createBackends(config, instance);
-  const tokens = openTokens(config.auth.signature, { logger, metrics }, previous?.tokens);
+  const tokens = openTokens(
+    config.auth.signature,
+    { logger, metrics, schema: GATEWAY_SCHEMA },
+    previous?.tokens,
+  );
   const authenticate = createAuthenticate({
     tokens: tokens.registry,
     logger,
@@ -91,11 +98,10 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
   const limits =
     config.rate_limits &&
     (await createRateLimits(config.rate_limits, { logger, metrics, counts: instance.rateLimitCounts }));
-  const stages = createPipeline({
+  const pipeline = createPipeline({
     ...(limits && { rateLimits: limits.stages }),
     prefer: config.prefer,
     clock: instance.clock,
-    ...(tracing && { tracing }),
     authenticate,
     operations: {
       GetCollectorChecksum: createCollectorChecksum({ backend: backends.collectors }),
@@ -125,7 +131,7 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
     config,
     holds,
     release: () => holds.release(),
-    stages,
+    pipeline,
     addressing: createClientAddressing(config.server),
     tokens,
     ready: () =>

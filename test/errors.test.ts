@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { CODE_FAMILIES, CODES, type ErrorCode, errors, type GatewayError } from '../src/errors.js';
-import { AUTH_FAILURES } from '../src/observability/labels.js';
+import { AUTH_FAILURES } from '../src/auth/authenticate.js';
 import { kindOf } from '../src/upstream/endpoint.js';
 
 const SIGNED = 'unable to validate request signature for client: ';
@@ -161,7 +161,7 @@ t.test('one code per reason the log and metrics name', async (t) => {
     ...codeOf(AUTH_FAILURES.bearer ?? [], (r) =>
       errors.tokenFailed(r as Parameters<typeof errors.tokenFailed>[0]),
     ),
-    ...codeOf(['unknown_certificate', 'untrusted_certificate'], (r) =>
+    ...codeOf(AUTH_FAILURES.client_certificate ?? [], (r) =>
       errors.notAuthenticated(r as 'unknown_certificate'),
     ),
   ];

@@ -1,13 +1,13 @@
 /**
  * In-process micro-benchmarks of the two credential checks, run after every target is stopped:
- * signed-request verification (the gateway's own functions from dist/signing/ and dist/auth/signature.js, over a
+ * signed-request verification (the gateway's own functions from dist/signing/ and dist/auth/schemes/signature-checks.js, over a
  * typical GET) and HS256 JWT verification (jose directly, and the gateway's verifier with and
  * without its verified-token cache).
  */
 import { createSecretKey } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { jwtVerify } from 'jose';
-import { checkClockSkew, parseSignature, signaturesEqual } from '../../dist/auth/signature.js';
+import { checkClockSkew, parseSignature, signaturesEqual } from '../../dist/auth/schemes/signature-checks.js';
 import { requestKey, bodySignature, signatureOf as computeSignature } from '../../dist/signing/chain.js';
 import { formatRequestDate as rfc3339, parseRequestDate } from '../../dist/signing/request-date.js';
 import { configSchema } from '../../dist/config/schema.js';

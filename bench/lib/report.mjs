@@ -1,6 +1,6 @@
 /**
  * The bench's output: the header naming the machine, the date and the command, and the CPU table
- * (aligned text for the terminal, markdown for bench/results.md and the README's Performance section).
+ * (aligned text for the terminal, markdown for bench/results.md and docs/performance.md).
  */
 import { cpus, loadavg } from 'node:os';
 

@@ -1,7 +1,7 @@
 /**
  * The end of a run: the CPU table, the issue's ratios, the workers line, the RSS check and the
  * micro-benchmarks, printed to the terminal and written as markdown to bench/results.md (what the
- * README's Performance section quotes).
+ * docs/performance.md quotes).
  */
 import { writeFileSync } from 'node:fs';
 import { GOAL_COLUMNS, goalCells, goalRows } from './goals.mjs';

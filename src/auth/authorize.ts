@@ -4,7 +4,7 @@
  */
 import { errors } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
-import { hasPermission } from './identity.js';
+import { hasPermission } from '../http/identity.js';
 
 /** Throws the catalogue's 403 `not authorized` unless the request's identity holds `permission` (or `*`). */
 export function authorize(ctx: RequestContext, permission: string): void {

@@ -8,21 +8,24 @@ import type { ClaimsConfig } from '../config/jwt-providers.js';
 import { type PermissionsReader, permissionsReader } from './claims.js';
 
 /** Reason codes of a refused token (`reason` of `gateway_auth_failures_total`). */
-type JwtFailure =
-  | 'malformed'
-  | 'bad_algorithm'
-  | 'bad_signature'
-  | 'expired'
-  | 'too_old'
-  | 'not_yet_valid'
-  | 'missing_exp'
-  | 'missing_iat'
-  | 'bad_issuer'
-  | 'bad_audience'
-  | 'no_key'
-  | 'unknown_kid'
-  | 'ambiguous_key'
-  | 'jwks_unavailable';
+export const JWT_FAILURES = [
+  'malformed',
+  'no_key',
+  'bad_algorithm',
+  'bad_signature',
+  'bad_issuer',
+  'bad_audience',
+  'expired',
+  'too_old',
+  'not_yet_valid',
+  'missing_exp',
+  'missing_iat',
+  'jwks_unavailable',
+  'unknown_kid',
+  'ambiguous_key',
+] as const;
+
+type JwtFailure = (typeof JWT_FAILURES)[number];
 
 /** One way a token is checked: the jose options, the time bounds and how permissions are read. */
 export interface Checker {

@@ -20,15 +20,15 @@ import { errors, GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing/tracing.js';
-import type { Identity } from './identity.js';
+import type { Identity } from '../http/identity.js';
 import { ASYMMETRIC_ALGORITHMS } from './jwk-set.js';
 import { createJwksKeys, type JwksKeys } from './jwks.js';
 import { type Checker, checker, expiryOf, reasonOf } from './jwt-checks.js';
 import type { KeySources } from './key-sources.js';
-import { createTokenCache } from './token-cache.js';
+import { createJwtCache } from './jwt-cache.js';
 
 /** How long a request may wait for keys: its deadline (`performance.now()` ms) and signal. */
-export interface TokenWait {
+export interface JwtWait {
   readonly expiresAt?: number | undefined;
   readonly signal?: AbortSignal;
 }
@@ -49,7 +49,7 @@ export interface JwtVerifier {
    * The identity a valid token carries, at once for a token verified before; rejects with the
    * catalogue's 401 with a reason code otherwise.
    */
-  verify(token: string, wait?: TokenWait): Identity | Promise<Identity>;
+  verify(token: string, wait?: JwtWait): Identity | Promise<Identity>;
   /** False until every required identity provider has its keys (loaded at least once). */
   ready(): boolean;
   /** Each identity provider's readiness for `/readyz` (`keys:<name>`): true, false or why not. */
@@ -99,13 +99,13 @@ export function createJwtVerifier(config: JwtConfig, options: JwtVerifierOptions
   // A single jwks_url without `issuer` takes every `iss` no entry names, as it always has.
   const anyIssuer = providers.find((p) => p.config.issuer === undefined);
   const asymmetric = new Set(providers.flatMap((p) => p.checks.algorithms ?? []));
-  const cache = createTokenCache(config.token_cache_size);
+  const cache = createJwtCache(config.token_cache_size);
   const holds = (fingerprint: string) => {
     const cut = fingerprint.indexOf('\n');
     return providers[Number(fingerprint.slice(0, cut))]?.keys.holds(fingerprint.slice(cut + 1)) ?? false;
   };
 
-  const verifyUncached = async (token: string, at: number, wait: TokenWait): Promise<Identity> => {
+  const verifyUncached = async (token: string, at: number, wait: JwtWait): Promise<Identity> => {
     if (secret === undefined && providers.length === 0) throw errors.tokenFailed('no_key');
     let header: JWSHeaderParameters;
     try {

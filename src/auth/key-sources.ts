@@ -9,7 +9,7 @@ import type { LoadedKey } from './jwk-set.js';
 export interface KeySourceState {
   /** The last good keys; undefined until a key set has loaded once. */
   keys: readonly LoadedKey[] | undefined;
-  /** The fingerprints of `keys`, for the verified-token cache. */
+  /** The fingerprints of `keys`, for the verified-JWT cache. */
   fingerprints: ReadonlySet<string>;
   /** The key set's URL that discovery found (discovery sources only). */
   jwksUri: string | undefined;

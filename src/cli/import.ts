@@ -15,7 +15,8 @@ import {
   syncTables,
   tagRows,
 } from '../backends/postgres/import.js';
-import { migrate } from '../backends/postgres/migrations.js';
+import { GATEWAY_SCHEMA } from '../backends/postgres/schema.js';
+import { migrate } from '../postgres/migrations.js';
 import { ssoProvidersFileSchema } from '../backends/sso-providers/local.js';
 import { inTransaction } from '../postgres/transaction.js';
 import { CliError } from './error.js';
@@ -50,7 +51,7 @@ export function runImport(argv: string[], io: CommandIo): Promise<number> {
     const tagTables = tags && named(tagsFile as string, () => tagRows(tags));
 
     const report = await withClient(url, async (client) => {
-      await migrate(client);
+      await migrate(client, GATEWAY_SCHEMA);
       const result = await inTransaction(client, async () => {
         const out: ImportReport = {};
         if (ssoTables) {

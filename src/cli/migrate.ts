@@ -2,7 +2,8 @@
  * `gateway migrate --postgres URL`: brings a database's schema to this gateway's version, ahead of
  * a deployment that runs with `migrate: false`. Safe to run while gateways serve, and to run twice.
  */
-import { LATEST_VERSION, migrate } from '../backends/postgres/migrations.js';
+import { GATEWAY_SCHEMA } from '../backends/postgres/schema.js';
+import { migrate } from '../postgres/migrations.js';
 import { type CommandIo, postgresUrl, runCommand, withClient } from './postgres.js';
 
 const USAGE = `usage: gateway migrate --postgres URL
@@ -14,11 +15,11 @@ export function runMigrate(argv: string[], io: CommandIo): Promise<number> {
   const options = { postgres: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
   return runCommand<{ postgres?: string }>('migrate', USAGE, io, { argv, options }, async (values) => {
     const url = postgresUrl(values.postgres, io.env);
-    const applied = await withClient(url, migrate);
+    const applied = await withClient(url, (client) => migrate(client, GATEWAY_SCHEMA));
     io.stdout(
       applied.length === 0
-        ? `schema is up to date (version ${LATEST_VERSION})\n`
-        : `applied migrations ${applied.join(', ')}; schema is at version ${LATEST_VERSION}\n`,
+        ? `schema is up to date (version ${GATEWAY_SCHEMA.latest})\n`
+        : `applied migrations ${applied.join(', ')}; schema is at version ${GATEWAY_SCHEMA.latest}\n`,
     );
   });
 }

@@ -5,6 +5,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import pg from 'pg';
+import { clientSettings } from '../postgres/connection.js';
 import { CliError, reportFailure } from './error.js';
 
 /** Where a command writes, and the environment it reads `GATEWAY_POSTGRES_URL` from. */
@@ -28,11 +29,7 @@ export function postgresUrl(flag: string | undefined, env: CommandIo['env']): st
 
 /** Runs `work` on one connection to `url` (no statement timeout: an operator waits for it), then closes it. */
 export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({
-    connectionString: url,
-    connectionTimeoutMillis: 10_000,
-    application_name: 'bh-gateway cli',
-  });
+  const client = new pg.Client(clientSettings({ url, connectTimeout: 10_000, role: 'cli' }));
   client.on('error', () => undefined);
   await client.connect();
   try {

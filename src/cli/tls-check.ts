@@ -5,7 +5,7 @@
  */
 import { ConfigReference } from '../config/leaves.js';
 import type { Config } from '../config/schema.js';
-import { tlsFiles } from '../tls/config.js';
+import { tlsFiles } from '../config/tls.js';
 import { loadListener, loadUpstream, TlsLoadError } from '../tls/material.js';
 import { readFileSync } from 'node:fs';
 

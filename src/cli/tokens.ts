@@ -6,7 +6,8 @@
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { canonicalTokenId } from '../signing/token-id.js';
-import { checkSchema, migrate } from '../backends/postgres/migrations.js';
+import { GATEWAY_SCHEMA } from '../backends/postgres/schema.js';
+import { checkSchema, migrate } from '../postgres/migrations.js';
 import { ConfigError, loadConfigFile } from '../config/load.js';
 import { type Config, PERMISSIONS } from '../config/schema.js';
 import type { TokenStoreConfig } from '../config/token-store.js';
@@ -242,6 +243,6 @@ function load(file: string): Config {
 
 /** The token table in place: migrated as the gateway would (`migrate: true`), else checked. */
 async function schema(client: pg.Client, store: TokenStoreConfig): Promise<void> {
-  if (store.migrate) await migrate(client);
-  else await checkSchema(client);
+  if (store.migrate) await migrate(client, GATEWAY_SCHEMA);
+  else await checkSchema(client, GATEWAY_SCHEMA);
 }

@@ -13,13 +13,13 @@ import { listenOn } from '../http/listen.js';
 import { openListenerTls, type ListenerTls } from '../tls/listener.js';
 import { loadListener } from '../tls/material.js';
 import { listenerServer } from '../tls/listeners.js';
-import { tlsMetrics } from '../tls/metrics.js';
+import { tlsMetrics } from '../observability/tls-metrics.js';
 import { ticketKeys, ticketSecret } from '../tls/tickets.js';
 import { createAdminHandler } from '../observability/admin.js';
 import { createLogger, flushLogs } from '../observability/logger.js';
-import { createPrimaryMetrics } from './metrics.js';
+import { createPrimaryMetrics, type WorkerMetrics } from '../observability/cluster-metrics.js';
 import { createPool } from './pool.js';
-import { createAsker, type WorkerMetrics } from './rpc.js';
+import { createAsker } from './rpc.js';
 import { serveTicketSecret } from './tickets.js';
 
 /** How many processes serve the API: `auto` is one per core the process may use. */

@@ -5,10 +5,7 @@
  * this asks for exactly the app's registry and treats a worker that is gone as having nothing to say.
  */
 import cluster, { type Worker } from 'node:cluster';
-import type { MetricObjectWithValues, MetricValue } from 'prom-client';
-
-/** A worker's metrics, as `registry.getMetricsAsJSON()` gives them. */
-export type WorkerMetrics = Array<MetricObjectWithValues<MetricValue<string>>>;
+import type { WorkerMetrics } from '../observability/cluster-metrics.js';
 
 /** What a worker answers with. */
 export interface Answers {

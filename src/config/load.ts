@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
-import { resolveTlsPaths } from '../tls/config.js';
+import { resolveTlsPaths } from './tls.js';
 import { ConfigReference } from './leaves.js';
 import { type Config, configSchema } from './schema.js';
 

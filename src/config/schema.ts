@@ -5,8 +5,8 @@
 import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
 import { BACKEND_TYPES } from '../backends/table.js';
-import { adminTlsSchema, clientCertificatesSchema, serverTlsSchema } from '../tls/config.js';
-import { passthroughShape } from '../upstream/config.js';
+import { adminTlsSchema, clientCertificatesSchema, serverTlsSchema } from './tls.js';
+import { passthroughShape } from './upstream.js';
 import { checkJwtProviders } from './jwt-providers.js';
 import { jwtSchema } from './jwt-schema.js';
 import { asNumber, bool, duration, int, leaf, size, str, uuid } from './leaves.js';

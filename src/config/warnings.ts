@@ -2,7 +2,7 @@
  * What a valid configuration still does that an operator should know: said by `check-config` on
  * stderr and logged at start and on every reload.
  */
-import { tlsWarnings } from '../tls/config.js';
+import { tlsWarnings } from './tls.js';
 import { jwtWarnings } from './jwt-providers.js';
 import type { Config } from './schema.js';
 

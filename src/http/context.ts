@@ -3,8 +3,8 @@
  * exactly one stage, named beside it; later stages only read it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Identity } from '../auth/identity.js';
 import type { ErrorCode } from '../errors.js';
+import type { Identity } from './identity.js';
 import type { RequestTrace } from '../observability/tracing/tracing.js';
 import type { HeldBody } from './body.js';
 import type { Deadline } from './deadline.js';

@@ -2,7 +2,8 @@
  * The one place a request becomes what a backend may know of it: the `BackendCall` an operation
  * passes down (the deadline's signal and, on first use, the `ForwardedRequest` an upstream sends).
  */
-import type { BackendCall, StopSignal } from '../backends/call.js';
+import type { BackendCall } from '../backends/backend-call.js';
+import type { StopSignal } from '../upstream/stop-signal.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ClientCredentials, ForwardedRequest } from '../upstream/forwarded.js';
 import type { RequestContext } from './context.js';

@@ -90,8 +90,7 @@ function checkTarget(target: string, path: string): { raw: string[]; decoded: st
 
 /**
  * The segments of `path` (which starts with `/`), as `path.slice(1).split('/')` gives them: found with
- * `indexOf`, since `split` is a call into the runtime that measured about 4 µs per request in the
- * running server, most of what routing cost.
+ * `indexOf`, since `split` is a call into the runtime, most of what routing would cost.
  */
 function segmentsOf(path: string): string[] {
   const segments: string[] = [];

@@ -13,40 +13,6 @@ export const OPERATIONS = [
   'unmatched',
 ] as const;
 
-/** `scheme` and `reason` of `gateway_auth_failures_total`: every refusal the authenticate stage counts. */
-export const AUTH_FAILURES: Readonly<Record<string, readonly string[]>> = {
-  none: ['missing', 'malformed_header', 'unknown_scheme'],
-  signature: [
-    'malformed_token_id',
-    'no_date',
-    'no_signature',
-    'malformed_date',
-    'malformed_signature',
-    'unknown_token',
-    'revoked_token',
-    'expired_token',
-    'utc_offset',
-    'clock_skew',
-    'digest_mismatch',
-  ],
-  bearer: [
-    'malformed',
-    'no_key',
-    'bad_algorithm',
-    'bad_signature',
-    'bad_issuer',
-    'bad_audience',
-    'expired',
-    'too_old',
-    'not_yet_valid',
-    'missing_exp',
-    'missing_iat',
-    'jwks_unavailable',
-    'unknown_kid',
-    'ambiguous_key',
-  ],
-};
-
 /** `result` of `gateway_checksum_cache_requests_total`. */
 export const CACHE_RESULTS = ['hit', 'miss', 'stale'] as const;
 /** `result` of `gateway_jwt_verifications_total`. */

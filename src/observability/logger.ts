@@ -76,8 +76,7 @@ export function flushLogs(logger: Logger, ms = 1_000): Promise<void> {
  * Standard output, a batch of lines per turn of the event loop. Under load a turn answers many
  * requests: their lines cost an array push each and share one write. Node writes standard output to
  * a file or (on Linux) a pipe synchronously, which costs less per line than handing each write to
- * libuv's thread pool (measured: about a third of the CPU per line), and a write of a turn's lines
- * is one short syscall. When standard output goes away (a log shipper or a pipe reader that exits:
+ * libuv's thread pool, and a write of a turn's lines is one short syscall. When standard output goes away (a log shipper or a pipe reader that exits:
  * EPIPE), lines are dropped from then on: the gateway keeps serving and still stops when told.
  */
 function stdout(): DestinationStream {

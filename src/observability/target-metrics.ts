@@ -3,7 +3,8 @@
  * the retries by reason and the ejections, by backend. No metric carries a target label: a target is
  * not a bounded label; the request's log line names the target that answered.
  */
-import client, { type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { MetricDefinitions } from './define.js';
 
 /** The states of `gateway_upstream_targets`, each target counted once: ejection first, then health. */
 export interface TargetStates {
@@ -31,15 +32,14 @@ export interface TargetMetrics {
 
 /** The target metrics, on `registry`. */
 export function targetMetrics(registry: Registry): TargetMetrics {
-  const registers = [registry];
+  const define = new MetricDefinitions(registry);
   const reports = new Map<string, () => TargetStates>();
-  new client.Gauge({
+  define.gauge({
     name: 'gateway_upstream_targets',
     help: "An upstream's targets by state (healthy, unhealthy: failing its health check, ejected), each counted once.",
-    labelNames: ['backend', 'state'] as const,
+    labelNames: ['backend', 'state'],
     // Each worker balances, checks and ejects on its own: across workers, the largest count of each state.
     aggregator: 'max',
-    registers,
     collect() {
       this.reset();
       for (const [backend, states] of reports) {
@@ -47,17 +47,15 @@ export function targetMetrics(registry: Registry): TargetMetrics {
       }
     },
   });
-  const retries = new client.Counter({
+  const retries = define.counter({
     name: 'gateway_upstream_retries_total',
     help: 'Requests sent again to another target, by backend and reason (not_sent: no byte had been written; failure: a GET or HEAD failed; status: a GET or HEAD got a 502, 503 or 504).',
-    labelNames: ['backend', 'reason'] as const,
-    registers,
+    labelNames: ['backend', 'reason'],
   });
-  const ejections = new client.Counter({
+  const ejections = define.counter({
     name: 'gateway_upstream_ejections_total',
     help: 'Targets ejected after consecutive failures, by backend.',
-    labelNames: ['backend'] as const,
-    registers,
+    labelNames: ['backend'],
   });
   return {
     track(backend, states) {

@@ -8,6 +8,11 @@ export interface Operation {
   /** The permission an identity needs (403 `not authorized` otherwise). */
   readonly permission: Permission;
   /**
+   * True for an operation that needs no credentials (a public route of contract §11): its requests
+   * skip authentication, the identity's rate limits and the permission. Absent: false.
+   */
+  readonly public?: boolean;
+  /**
    * Runs the operation's own stages in the contract's order: path parameters (400) → existence (404)
    * → body validation (400/413) → the backend call, and writes the response. Errors are thrown as
    * `GatewayError`s; every backend call gets the request's `BackendCall` (`http/forwarded.ts`).

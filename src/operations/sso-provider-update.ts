@@ -15,14 +15,14 @@ import type {
 } from '../backends/sso-providers/backend.js';
 import type { Config } from '../config/schema.js';
 import { errors } from '../errors.js';
-import type { BackendCall } from '../backends/call.js';
+import type { BackendCall } from '../backends/backend-call.js';
 import type { RequestContext } from '../http/context.js';
 import { backendCall } from '../http/forwarded.js';
 import { relay, sendJson } from '../http/respond.js';
 import { UpstreamAnswer } from '../upstream/answer.js';
 import type { Logger } from '../observability/logger.js';
 import { type FormPart, type PartKind, readForm } from '../validate/form.js';
-import { Gate } from '../validate/gate.js';
+import { ConcurrencyLimit } from '../validate/concurrency-limit.js';
 import { parseId } from '../validate/ids.js';
 import { parseSamlMetadata } from '../validate/saml.js';
 import type { Operation } from './operation.js';
@@ -59,7 +59,7 @@ export function createSsoProviderUpdate(deps: {
   logger: Logger;
 }): Operation {
   const { backend, forms, logger } = deps;
-  const validating = new Gate(VALIDATING);
+  const validating = new ConcurrencyLimit(VALIDATING);
   return {
     id: 'UpdateSSOProvider',
     permission: 'sso_providers:write',
@@ -71,7 +71,7 @@ export function createSsoProviderUpdate(deps: {
         : (await backend.get(id, call)) !== undefined;
       if (!known) throw errors.notFound('path:sso_provider_id');
 
-      // Waiting for its turn at the gate is bounded by the request's deadline, like its other work.
+      // Waiting for its turn at the limit is bounded by the request's deadline, like its other work.
       const patch = await readPatch(ctx, forms, backend, call, validating);
 
       const result = await backend.update(id, patch, call);
@@ -113,7 +113,7 @@ function audit(logger: Logger, ctx: RequestContext, id: number, fields: string[]
 /**
  * The form read and validated into a patch. Its own function so that the parts (a metadata file
  * may be megabytes) are garbage as soon as the patch is made, not held while the backend writes.
- * Reading and validating the form takes a place at `gate`; asking the backend whether the default
+ * Reading and validating the form takes a place under `limit`; asking the backend whether the default
  * role exists does not (a slow backend never holds up other uploads' validation).
  */
 async function readPatch(
@@ -121,10 +121,10 @@ async function readPatch(
   forms: Config['forms'],
   backend: SsoProvidersBackend,
   call: BackendCall,
-  gate: Gate,
+  limit: ConcurrencyLimit,
 ): Promise<SsoProviderPatch> {
   const { signal } = call;
-  const { patch, roleId } = await gate.run(signal, async () => {
+  const { patch, roleId } = await limit.run(signal, async () => {
     const parts = await readForm({
       contentType: ctx.req.headers['content-type'],
       body: ctx.body,

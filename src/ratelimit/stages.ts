@@ -7,13 +7,11 @@
 import type { RateLimitsConfig } from '../config/rate-limits.js';
 import { errors, GatewayError } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
+import type { Stage } from '../http/stage.js';
 import type { Metrics } from '../observability/metrics.js';
 import { addressSubject } from './address.js';
 import { type Applied, compilePolicies, countsOf, type PolicyCounts, resetSeconds } from './policies.js';
 import { type RateLimitStore, type Reply, ruleOf } from './store.js';
-
-/** A pipeline stage (the pipeline's own shape). */
-type Stage = (ctx: RequestContext) => void | Promise<void>;
 
 /** The limit on failed authentications per address: a check before the stage, a count after it. */
 export interface AddressLimit {

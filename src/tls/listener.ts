@@ -6,7 +6,7 @@
  * Node keeps no session cache and a TLS 1.2 client offering a session id gets a full handshake.
  */
 import type { Server as TlsServer, TlsOptions } from 'node:tls';
-import type { AdminTlsConfig, ServerTlsConfig } from './config.js';
+import type { AdminTlsConfig, ServerTlsConfig } from '../config/tls.js';
 import { type ListenerMaterial, loadListener } from './material.js';
 import type { TicketKeys } from './tickets.js';
 import { type ClientTrust, TrustGenerations } from './trust.js';

@@ -13,7 +13,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../observability/logger.js';
 import { type ListenerTls, openListenerTls } from './listener.js';
-import type { TlsMetrics } from './metrics.js';
+import type { TlsMetrics } from '../observability/tls-metrics.js';
 import { ticketKeys, ticketSecret } from './tickets.js';
 
 export interface ListenersTls {

@@ -6,7 +6,7 @@
 import { createHash, createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
-import type { AdminTlsConfig, ServerTlsConfig, UpstreamTlsConfig } from './config.js';
+import type { AdminTlsConfig, ServerTlsConfig, UpstreamTlsConfig } from '../config/tls.js';
 
 /** A TLS file that does not load; the message names its key path (`server.tls.cert`). */
 export class TlsLoadError extends Error {

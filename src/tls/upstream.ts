@@ -5,7 +5,7 @@
  */
 import type { Agent } from 'node:https';
 import { buildConnector } from 'undici';
-import type { UpstreamTlsConfig } from './config.js';
+import type { UpstreamTlsConfig } from '../config/tls.js';
 import { loadUpstream, type UpstreamMaterial } from './material.js';
 import { watchTls, type WatchDeps } from './watch.js';
 

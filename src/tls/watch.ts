@@ -7,7 +7,7 @@
  */
 import { realpathSync, statSync } from 'node:fs';
 import type { Logger } from '../observability/logger.js';
-import type { TlsMetrics } from './metrics.js';
+import type { TlsMetrics } from '../observability/tls-metrics.js';
 
 /** How often the resolved files are looked at (the contract: at least every 5 s). */
 export const CHECK_INTERVAL = 2_000;

@@ -3,7 +3,7 @@
  * the YAML list and, when configured, the token store. A reload whose `token_store` is unchanged
  * keeps the store it had (its tokens stay loaded, even while the database is away).
  */
-import { createTokenRegistry, type TokenRegistry } from '../auth/tokens.js';
+import { createTokenRegistry, type TokenRegistry } from './registry.js';
 import type { Config } from '../config/schema.js';
 import type { Check } from '../observability/checks.js';
 import { openTokenStore, type TokenStore, type TokenStoreDeps } from './store.js';

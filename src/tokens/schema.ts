@@ -1,12 +1,13 @@
 /**
- * The token table and its triggers (migration 3 of `backends/postgres/migrations.ts`), and the one
- * query every reader of it shares.
+ * The token table and its triggers (migration 3 of the gateway's schema, see
+ * `postgres/migrations.ts`), and the one query every reader of it shares.
  *
  * A key is never stored in the clear: `sealed_key` holds it under AES-256-GCM (see `seal.ts`), and
  * `key_id` names the encryption key that sealed it. Revoking sets both to NULL. Every change of what
  * a gateway holds (not `last_used_at`) is announced by `pg_notify` on a channel named after the
  * table's schema, with only `{"op", "id"}`: the replicas then read the row themselves.
  */
+import type { Migration } from '../postgres/migrations.js';
 
 /** The columns a gateway reads; `changed_at` says when the row last changed (for the notify lag). */
 export const TOKEN_COLUMNS = `id::text AS id, name, subject, permissions, created_at, expires_at, rotated_at,
@@ -32,8 +33,8 @@ export interface TokenRow {
 const WATCHED =
   'id, name, subject, permissions, created_at, expires_at, rotated_at, revoked_at, key_id, sealed_key';
 
-/** Migration 3: the table, `changed_at` kept by a trigger, and the notification trigger. */
-export const TOKENS_SQL = `
+/** The table, `changed_at` kept by a trigger, and the notification trigger. */
+const TOKENS_SQL = `
   CREATE TABLE gateway_tokens (
     id uuid PRIMARY KEY,
     name text,
@@ -87,6 +88,11 @@ export const TOKENS_SQL = `
     FOR EACH ROW EXECUTE FUNCTION gateway_tokens_notify();
   CREATE TRIGGER gateway_tokens_truncate AFTER TRUNCATE ON gateway_tokens
     FOR EACH STATEMENT EXECUTE FUNCTION gateway_tokens_notify();`;
+
+/** The token store's migrations, registered in the gateway's schema (`backends/postgres/schema.ts`). */
+export const TOKEN_MIGRATIONS: readonly Migration[] = [
+  { version: 3, name: 'signed-request tokens, their keys sealed, changes notified', sql: TOKENS_SQL },
+];
 
 /** The schema that holds `gateway_tokens` for this connection: the channel its changes go on. */
 export const TOKENS_SCHEMA_SQL = `SELECT n.nspname AS schema FROM pg_class c

@@ -7,7 +7,8 @@
  */
 import pg from 'pg';
 import { canonicalTokenId } from '../signing/token-id.js';
-import { checkSchema, migrate } from '../backends/postgres/migrations.js';
+import { poolSettings } from '../postgres/connection.js';
+import { checkSchema, migrate, type Schema } from '../postgres/migrations.js';
 import type { TokenStoreConfig } from '../config/token-store.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -44,6 +45,8 @@ export interface TokenStore {
 export interface TokenStoreDeps {
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** The gateway's whole schema, which `migrate: true` brings in place (its owners sit above). */
+  readonly schema: Schema;
 }
 
 /** Bound of one statement, client side, so that no read or write of the store ever hangs. */
@@ -62,13 +65,12 @@ export function openTokenStore(config: TokenStoreConfig, deps: TokenStoreDeps): 
   const log = deps.logger.child({ component: 'token_store' });
   const { metrics } = deps;
   const reader = new RowReader(new Keyring(config.encryption_key, config.previous_encryption_keys));
-  const connection = {
-    connectionString: config.url,
-    connectionTimeoutMillis: config.connect_timeout,
+  const connection = { url: config.url, connectTimeout: config.connect_timeout };
+  const pool = new pg.Pool({
+    ...poolSettings({ ...connection, role: 'tokens' }),
     query_timeout: QUERY_TIMEOUT,
-    keepAlive: true,
-  };
-  const pool = new pg.Pool({ ...connection, max: 2, application_name: 'bh-gateway tokens' });
+    max: 2,
+  });
   // An idle connection that dies (terminated, the server restarted) is dropped by the pool.
   pool.on('error', (err) => log.debug({ err: err.message }, 'token store connection closed'));
   pool.on('connect', (client) => client.on('error', () => undefined));
@@ -186,17 +188,20 @@ export function openTokenStore(config: TokenStoreConfig, deps: TokenStoreDeps): 
   /** Schema in place, `LISTEN` on the table's channel, then everything read (nothing missed between). */
   const connect = async () => {
     if (closed || listener) return;
-    const client = new pg.Client({ ...connection, application_name: 'bh-gateway tokens listen' });
+    const client = new pg.Client({
+      ...poolSettings({ ...connection, role: 'tokens listen' }),
+      query_timeout: QUERY_TIMEOUT,
+    });
     try {
       if (channel === undefined) {
         const setup = await pool.connect();
         let failed: Error | undefined;
         try {
           if (config.migrate) {
-            const applied = await migrate(setup);
+            const applied = await migrate(setup, deps.schema);
             if (applied.length > 0) log.info({ versions: applied }, 'database migrated');
           } else {
-            await checkSchema(setup);
+            await checkSchema(setup, deps.schema);
           }
           const { rows } = await setup.query<{ schema: string }>(TOKENS_SCHEMA_SQL);
           channel = (rows[0] as { schema: string }).schema;

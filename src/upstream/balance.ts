@@ -4,7 +4,7 @@
  * undici's `BalancedPool` balances by a weighted round robin with error penalties and knows neither
  * requests in flight nor ejection, so the pick is made here, over one undici pool per target.
  */
-import type { Balance } from './targets-config.js';
+import type { Balance } from '../config/upstream-targets.js';
 
 /** What a policy reads of a target. */
 export interface Balanced {

@@ -5,16 +5,16 @@
  */
 import { performance } from 'node:perf_hooks';
 import { type Dispatcher, Pool } from 'undici';
-import type { StopSignal } from '../backends/call.js';
+import type { StopSignal } from './stop-signal.js';
 import { errors } from '../errors.js';
 import { openUpstreamTls, upstreamTlsKey } from '../tls/upstream.js';
 import { passedHeaders, readBounded, UpstreamAnswer } from './answer.js';
-import type { UpstreamConfig } from './config.js';
+import type { UpstreamConfig } from '../config/upstream.js';
 import { clientAttributes, createEndpoint, type UpstreamDeps } from './endpoint.js';
-import { type Arrived, Exchange } from './exchange.js';
+import { type Arrived, DispatchHandler } from './dispatch-handler.js';
 import type { ForwardedRequest } from './forwarded.js';
 
-export { type Arrived, HELD } from './exchange.js';
+export { type Arrived, HELD } from './dispatch-handler.js';
 
 /** One request to send: what to forward, extra headers (`accept`), and the signal that stops it. */
 export interface Outgoing {
@@ -86,7 +86,7 @@ export function createUpstreamClient(
       if (body !== undefined && !Buffer.isBuffer(body)) headers['content-length'] = String(body.size);
       const started = performance.now();
       return new Promise<T>((resolve, reject) => {
-        const exchange = new Exchange(request.method, signal, {
+        const exchange = new DispatchHandler(request.method, signal, {
           head() {
             meter?.spent?.(performance.now() - started);
             endpoint.answered(started);

@@ -13,7 +13,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { SpanAttributes, Tracing } from '../observability/tracing/tracing.js';
 import { formatRequestDate } from '../signing/request-date.js';
 import { RequestKeys } from '../signing/request-keys.js';
-import type { UpstreamConfig } from './config.js';
+import type { UpstreamConfig } from '../config/upstream.js';
 import type { ForwardedRequest, OutgoingBody } from './forwarded.js';
 import { probeReachability } from './probe.js';
 

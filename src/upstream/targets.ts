@@ -12,7 +12,7 @@ import { type Balanced, balancer } from './balance.js';
 import { type Checked, Health, type HealthSettings, type Probe, startHealthChecks } from './health.js';
 import { type Clock, Outlier, type OutlierSettings } from './outlier.js';
 import { RetryBudget } from './retry.js';
-import type { Balance, HealthCheckConfig, OutlierConfig, RetriesConfig } from './targets-config.js';
+import type { Balance, HealthCheckConfig, OutlierConfig, RetriesConfig } from '../config/upstream-targets.js';
 
 /** How a target set behaves: the backend's `balance`, `outlier`, `health_check` and `retries`. */
 export interface TargetSettings {

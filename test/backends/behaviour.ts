@@ -13,7 +13,7 @@ import type {
   SsoProvidersBackend,
   SsoProviderUpdate,
 } from '../../src/backends/sso-providers/backend.js';
-import type { Answer, BackendCall } from '../../src/backends/call.js';
+import type { Answer, BackendCall } from '../../src/backends/backend-call.js';
 import { callOf, provider } from '../helpers/backend.js';
 
 /** A store backend as these cases use it: one that answers itself (never relays an upstream's answer). */

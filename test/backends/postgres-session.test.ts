@@ -13,7 +13,7 @@ import {
   isPoolBusy,
   translate,
   translateConnectFailure,
-} from '../../src/backends/postgres/errors.js';
+} from '../../src/postgres/errors.js';
 import { createSession } from '../../src/backends/postgres/session.js';
 import { GatewayError } from '../../src/errors.js';
 import {

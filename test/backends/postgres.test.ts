@@ -6,7 +6,7 @@
 import t from 'tap';
 import { createPostgresAssetGroupTags, MEMBER_QUERY } from '../../src/backends/asset-group-tags/postgres.js';
 import { openPostgres } from '../../src/backends/postgres/index.js';
-import { LATEST_VERSION } from '../../src/backends/postgres/migrations.js';
+import { GATEWAY_SCHEMA } from '../../src/backends/postgres/schema.js';
 import type { SsoProviderUpdate } from '../../src/backends/sso-providers/backend.js';
 import { createPostgresSsoProviders } from '../../src/backends/sso-providers/postgres.js';
 import { runMigrate } from '../../src/cli/migrate.js';
@@ -128,7 +128,7 @@ if (await requirePostgres(t)) {
       const db = await openPostgres(postgresConfig(url), d);
       t.teardown(() => db.close());
       t.ok(db.ready(), 'an older gateway keeps working on a newer schema');
-      t.equal(LATEST_VERSION, 3);
+      t.equal(GATEWAY_SCHEMA.latest, 3);
     },
   );
 
@@ -264,8 +264,9 @@ if (await requirePostgres(t)) {
     await t.rejects(sso.get(4, never()), { status: 503, message: 'store unavailable' });
     // The health probe queues for the connection too, and gives up after connect_timeout.
     const waiting = async () =>
-      (await d.metrics.storePoolConnections.get()).values.find((v) => v.labels.state === 'waiting')?.value ??
-      0;
+      (await d.metrics.registry.getSingleMetric('gateway_store_pool_connections')?.get())?.values.find(
+        (v) => v.labels.state === 'waiting',
+      )?.value ?? 0;
     await until('the health probe waits for a connection', async () => (await waiting()) === 1);
     // A request queued behind the probe fails after connect_timeout: by then the probe has failed too.
     await t.rejects(sso.get(4, never()), { status: 503, message: 'store unavailable' });

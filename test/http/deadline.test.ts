@@ -4,7 +4,8 @@
  */
 import { once } from 'node:events';
 import t from 'tap';
-import { Deadline, DeadlineClock, stopOf } from '../../src/http/deadline.js';
+import { Deadline, stopOf } from '../../src/http/deadline.js';
+import { DeadlineClock } from '../../src/http/deadline-clock.js';
 
 t.test(
   'the emitter fires with the deadline’s 504 when the clock reaches it, and the signal with it',

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { subjectAltNames } from '../../src/auth/client-certificate.js';
+import { subjectAltNames } from '../../src/auth/schemes/client-certificate.js';
 import { Pki } from '../helpers/tls.js';
 import { loadListener, loadUpstream } from '../../src/tls/material.js';
 import { TICKET_PERIOD, ticketKeys, ticketSecret } from '../../src/tls/tickets.js';

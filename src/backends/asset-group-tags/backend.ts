@@ -1,7 +1,7 @@
 /** The asset group tags backend: tags, their selectors and the members the selectors cover. */
 import type { UpstreamAnswer } from '../../upstream/answer.js';
 import type { Closable } from '../backend-type.js';
-import type { Answer, BackendCall } from '../call.js';
+import type { Answer, BackendCall } from '../backend-call.js';
 
 export interface Selector {
   id: number;

@@ -3,7 +3,7 @@
  * came (method, raw target) and the upstream's answer, whatever its status, is relayed unchanged.
  */
 import { createUpstreamClient } from '../../upstream/client.js';
-import { upstreamBackendShape, type UpstreamConfig } from '../../upstream/config.js';
+import { upstreamBackendShape, type UpstreamConfig } from '../../config/upstream.js';
 import type { BackendType } from '../backend-type.js';
 import type { AssetGroupTagsBackend } from './backend.js';
 

@@ -1,7 +1,7 @@
 /** The collectors backend: where checksum files come from. */
 import type { UpstreamAnswer } from '../../upstream/answer.js';
 import type { Closable } from '../backend-type.js';
-import type { Answer, BackendCall } from '../call.js';
+import type { Answer, BackendCall } from '../backend-call.js';
 
 /** The collector types the API knows (case-sensitive). */
 export const COLLECTOR_TYPES = ['sharphound', 'azurehound', 'openhound'] as const;

@@ -11,7 +11,7 @@ import { LRUCache } from 'lru-cache';
 import type { Metrics } from '../../observability/metrics.js';
 import { UpstreamAnswer } from '../../upstream/answer.js';
 import { type ForwardedRequest, neutralRequest } from '../../upstream/forwarded.js';
-import type { BackendCall } from '../call.js';
+import type { BackendCall } from '../backend-call.js';
 import type { ChecksumFile, CollectorsBackend, CollectorType } from './backend.js';
 
 export interface ChecksumCacheOptions {

@@ -7,7 +7,7 @@
 import { errors } from '../../errors.js';
 import { passedHeaders, UpstreamAnswer } from '../../upstream/answer.js';
 import { createUpstreamClient } from '../../upstream/client.js';
-import { upstreamBackendShape, type UpstreamConfig } from '../../upstream/config.js';
+import { upstreamBackendShape, type UpstreamConfig } from '../../config/upstream.js';
 import type { BackendType } from '../backend-type.js';
 import type { CollectorsBackend } from './backend.js';
 import { versionOfFileName } from './release.js';

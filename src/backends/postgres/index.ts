@@ -12,7 +12,7 @@
  * until a connection succeeds again; a busy pool does not. A connection lost under a statement
  * costs its request a 503 and starts a check at once, which decides whether the database is away.
  */
-import type { BackendCall } from '../call.js';
+import type { BackendCall } from '../backend-call.js';
 import type { SpanAttributes, Tracing } from '../../observability/tracing/tracing.js';
 import pg from 'pg';
 import type { QueryResultRow } from 'pg';
@@ -20,8 +20,10 @@ import { errors } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { PostgresConfig } from './config.js';
-import { isConnectionLost, isPoolBusy } from './errors.js';
-import { checkSchema, migrate } from './migrations.js';
+import { isConnectionLost, isPoolBusy } from '../../postgres/errors.js';
+import { clientSettings, poolSettings } from '../../postgres/connection.js';
+import { checkSchema, migrate } from '../../postgres/migrations.js';
+import { GATEWAY_SCHEMA } from './schema.js';
 import { createSession, type Query } from './session.js';
 
 export type { Query } from './session.js';
@@ -62,15 +64,13 @@ export async function openPostgres(
   const { tracing } = deps;
   const spanAttributes = tracing && databaseAttributes(config.url);
   const log = deps.logger.child({ component: 'postgres' });
+  const connection = { url: config.url, connectTimeout: config.connect_timeout };
   const pool = new pg.Pool({
-    connectionString: config.url,
+    ...poolSettings(connection),
     max: config.pool_size,
-    connectionTimeoutMillis: config.connect_timeout,
     statement_timeout: config.statement_timeout,
     // A transaction left open (a stalled process) must not hold its row locks for ever.
     idle_in_transaction_session_timeout: Math.max(config.statement_timeout, 10_000),
-    application_name: 'bh-gateway',
-    keepAlive: true,
   });
   // A connection that dies (the server restarts, the network drops) must not crash the process.
   const onClientError = (err: Error) => {
@@ -107,10 +107,8 @@ export async function openPostgres(
     lost: () => void check(true),
     cancel(pid) {
       const client = new pg.Client({
-        connectionString: config.url,
-        connectionTimeoutMillis: config.connect_timeout,
+        ...clientSettings({ ...connection, role: 'cancel' }),
         statement_timeout: config.connect_timeout,
-        application_name: 'bh-gateway cancel',
       });
       client.on('error', () => undefined);
       const done = client
@@ -161,10 +159,10 @@ export async function openPostgres(
         let failed: Error | undefined;
         try {
           if (config.migrate) {
-            const applied = await migrate(client);
+            const applied = await migrate(client, GATEWAY_SCHEMA);
             if (applied.length > 0) log.info({ versions: applied }, 'database migrated');
           } else {
-            await checkSchema(client);
+            await checkSchema(client, GATEWAY_SCHEMA);
           }
         } catch (err) {
           failed = err as Error;

@@ -6,7 +6,7 @@
  * A connection that cannot be obtained and one lost while held are told to the hooks apart.
  */
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
-import { isConnectionLost, isPoolBusy, translate, translateConnectFailure } from './errors.js';
+import { isConnectionLost, isPoolBusy, translate, translateConnectFailure } from '../../postgres/errors.js';
 
 /** Runs one statement of a transaction. */
 export type Query = <R extends QueryResultRow = QueryResultRow>(

@@ -1,7 +1,7 @@
 /** The SSO providers backend: the providers, their SAML data and the roles they may provision. */
 import type { UpstreamAnswer } from '../../upstream/answer.js';
 import type { Closable } from '../backend-type.js';
-import type { BackendCall } from '../call.js';
+import type { BackendCall } from '../backend-call.js';
 
 /** `{"time": ..., "valid": ...}` as the API writes a nullable time. */
 export interface NullTime {

@@ -4,7 +4,7 @@
  * apply one after the other and never lose one another; `COMMIT` is the one commit point.
  */
 import type { BackendType } from '../backend-type.js';
-import type { BackendCall } from '../call.js';
+import type { BackendCall } from '../backend-call.js';
 import { type PostgresConfig, postgresBackendShape } from '../postgres/config.js';
 import { type PostgresPool, type Query, sqlTimestamp } from '../postgres/index.js';
 import type { SsoProvider, SsoProviderPatch, SsoProviderUpdate, SsoProvidersStore } from './backend.js';

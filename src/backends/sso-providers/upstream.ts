@@ -5,7 +5,7 @@
  * exist is the upstream's to say: its 404 or 400 passes through.
  */
 import { createUpstreamClient } from '../../upstream/client.js';
-import { upstreamBackendShape, type UpstreamConfig } from '../../upstream/config.js';
+import { upstreamBackendShape, type UpstreamConfig } from '../../config/upstream.js';
 import type { BackendType } from '../backend-type.js';
 import type { SsoProvidersBackend } from './backend.js';
 

@@ -1,0 +1,46 @@
+/**
+ * The configuration of an upstream service speaking this API (contract §5): the shape of a
+ * `type: upstream` backend, and of `passthrough`.
+ */
+import { z } from 'zod';
+import { duration, httpUrl, int, leaf, size, str, uuid } from './leaves.js';
+import { upstreamTlsSchema } from './tls.js';
+
+/** How the gateway authenticates its own requests to an upstream. */
+const upstreamAuth = z.discriminatedUnion(
+  'type',
+  [
+    z.strictObject({
+      type: z.literal('signature'),
+      token_id: uuid(),
+      token_key: str(1),
+      scheme: leaf(z.string().regex(/^[a-z0-9-]{1,20}$/, 'must be a lower-case word')).default(
+        'bhesignature',
+      ),
+    }),
+    z.strictObject({ type: z.literal('bearer'), token: str(1) }),
+    z.strictObject({ type: z.literal('client') }),
+  ],
+  { error: 'type must be "signature", "bearer" or "client"' },
+);
+
+/** The keys of an upstream service. */
+const upstreamFields = {
+  url: httpUrl(),
+  auth: upstreamAuth,
+  connect_timeout: duration(3_600_000, 1).default(5_000),
+  headers_timeout: duration(24 * 3_600_000, 1).default(30_000),
+  body_timeout: duration(24 * 3_600_000, 1).default(30_000),
+  connections: int(1, 10_000).default(64),
+  max_response_size: size().default(16 * 1024 * 1024),
+  /** A private CA to trust and a client certificate to present (mTLS to the service). */
+  tls: upstreamTlsSchema.optional(),
+};
+
+/** `backends.<operation>: {type: upstream, ...}`. */
+export const upstreamBackendShape = z.strictObject({ type: z.literal('upstream'), ...upstreamFields });
+/** `passthrough: {...}`: every other authenticated `/api/v2` request goes to this service. */
+export const passthroughShape = z.strictObject(upstreamFields);
+
+export type UpstreamConfig = z.output<typeof passthroughShape>;
+export type UpstreamAuthConfig = z.output<typeof upstreamAuth>;

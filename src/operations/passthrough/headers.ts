@@ -1,0 +1,95 @@
+/**
+ * Which headers cross the pass-through, each way: hop-by-hop headers stay behind, the ones the
+ * gateway sets itself replace the client's, forwarding headers come only from a trusted proxy, and
+ * the service's answer keeps the gateway's own `RequestID`, `Preference-Applied` and `RateLimit*`.
+ */
+import type { IncomingMessage } from 'node:http';
+
+/** Headers that describe one connection only (RFC 9110 §7.6.1), never forwarded. */
+const HOP_BY_HOP = [
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+];
+/** Headers the gateway sets itself: a client's own values never go out. */
+const GATEWAY_SET = [
+  'authorization',
+  'requestdate',
+  'signature',
+  'x-gateway-subject',
+  'prefer',
+  'content-length',
+  'x-request-id',
+  'traceparent',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+];
+/** Forwarding headers a client may not set unless it is a trusted proxy. */
+const UNTRUSTED = ['forwarded', 'x-real-ip', 'x-client-ip', 'true-client-ip'];
+/** Headers some frameworks route by: never forwarded. */
+const REROUTING = [
+  'x-original-url',
+  'x-rewrite-url',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+];
+
+/**
+ * The incoming headers that must not go out: hop-by-hop ones, those named in `Connection`,
+ * rerouting ones, the ones the gateway sets itself when it sets no value of its own (`ours` replace
+ * the client's), and, unless the peer is a trusted proxy, every other forwarding header.
+ */
+export function droppedHeaders(
+  req: IncomingMessage,
+  peerTrusted: boolean,
+  ours: Record<string, string>,
+): string[] {
+  const dropped = [...HOP_BY_HOP, ...REROUTING, ...listedIn(req.headers.connection)];
+  for (const name of GATEWAY_SET) if (!(name in ours)) dropped.push(name);
+  if (!peerTrusted) {
+    for (const name of Object.keys(req.headers)) {
+      if (name in ours) continue;
+      if (name.startsWith('x-forwarded-') || UNTRUSTED.includes(name)) dropped.push(name);
+    }
+  }
+  return dropped;
+}
+
+/**
+ * The headers of the upstream's answer that go to the client: all but the hop-by-hop ones, those
+ * named in its `Connection`, and its `RequestID` (ours stays; its own comes back as
+ * `X-Upstream-RequestID`) and `Preference-Applied` (ours stays); with `limited` (the gateway's rate
+ * limits applied), its own `RateLimit*` headers too (ours replace them).
+ */
+export function answerHeaders(proxyRes: IncomingMessage, id: string | undefined, limited: boolean): string[] {
+  const dropped = new Set([
+    ...HOP_BY_HOP,
+    ...listedIn(proxyRes.headers.connection),
+    'requestid',
+    'preference-applied',
+  ]);
+  const out: string[] = [];
+  const raw = proxyRes.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const lower = name.toLowerCase();
+    if (dropped.has(lower) || (limited && lower.startsWith('ratelimit'))) continue;
+    out.push(name, raw[i + 1] as string);
+  }
+  if (id !== undefined) out.push('X-Upstream-RequestID', id);
+  return out;
+}
+
+/** The header names a `Connection` value lists, lower-cased. */
+function listedIn(connection: string | string[] | undefined): string[] {
+  return typeof connection === 'string' ? connection.split(',').map((h) => h.trim().toLowerCase()) : [];
+}
