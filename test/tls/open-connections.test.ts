@@ -108,6 +108,7 @@ t.test('a certificate past its notAfter identifies nobody, on an open or resumed
       head = answer.head;
       return answer.status !== 200;
     },
+    undefined,
     200,
   );
   t.match(head, /^HTTP\/1\.1 401 /, 'the same connection: 401 once the certificate expired');
