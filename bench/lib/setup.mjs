@@ -44,7 +44,10 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
   ];
 
   progress('starting the stub upstream, then the bare server, the proxies and the other gateways');
-  const stub = await node(dir, 'stub', 'origin.mjs', originArgs);
+  // Three replicas of the stub: the first is every upstream row's; all three the targets row's.
+  const [stub, stub2, stub3] = await Promise.all(
+    ['stub', 'stub-2', 'stub-3'].map((name) => node(dir, name, 'origin.mjs', originArgs)),
+  );
   const binary = findNginx();
   if (!binary) notes.push('nginx not installed: `apt-get install nginx-light` to include it');
   const workersConfig = writeConfig(data, 'gateway-workers', creds, {
@@ -53,6 +56,9 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
   });
   // Started side by side: each is its own process, and starting them one by one only costs time.
   const upstreamConfig = writeConfig(data, 'gateway-upstream', creds, { upstream: stub.url });
+  const targetsConfig = writeConfig(data, 'gateway-targets', creds, {
+    upstream: [stub.url, stub2.url, stub3.url],
+  });
   const [
     bare,
     undici,
@@ -65,6 +71,7 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
     checksumJwt,
     localJwt,
     upstreamJwt,
+    threeTargets,
   ] = await Promise.all([
     node(dir, 'bare', 'bare.mjs', [memberFile, first.headers.get('content-type') ?? 'application/json']),
     node(dir, 'undici-proxy', 'undici-proxy.mjs', [stub.url]),
@@ -91,6 +98,7 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
     startGateway(dir, 'gateway-checksum-jwt', localConfig),
     startGateway(dir, 'gateway-local-jwt', localConfig),
     startGateway(dir, 'gateway-upstream-jwt', upstreamConfig),
+    startGateway(dir, 'gateway-targets', targetsConfig),
   ]);
 
   const jwt = bearerHeaders(await jwtFor(creds));
@@ -145,6 +153,14 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
       expect: member,
     },
     { name: 'gateway member upstream, JWT', proc: upstreamJwt, path: MEMBER, headers: jwt, expect: member },
+    {
+      name: 'gateway member upstream, signed, 3 targets (least_request)',
+      role: 'gw-targets',
+      proc: threeTargets,
+      path: MEMBER,
+      headers: signed(MEMBER),
+      expect: member,
+    },
     workers
       ? {
           name: `gateway member upstream, signed, ${workerCount} workers`,
