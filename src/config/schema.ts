@@ -206,6 +206,18 @@ const schema = z
 
 export const configSchema = schema;
 
+/**
+ * The shapes the configuration's JSON Schema names once (in `$defs`) instead of repeating them at
+ * every key that takes them: the backend types (each shared by the operations it serves) and the upstream.
+ */
+export const namedShapes = z.registry<{ id: string }>();
+for (const types of Object.values(BACKEND_TYPES) as Array<Record<string, { config: z.ZodType }>>) {
+  for (const [type, { config }] of Object.entries(types)) {
+    if (!namedShapes.has(config)) namedShapes.add(config, { id: `${type}_backend` });
+  }
+}
+namedShapes.add(passthroughShape, { id: 'upstream' });
+
 /** The validated configuration: durations in milliseconds, sizes in bytes, paths absolute. */
 export type Config = z.output<typeof schema>;
 export type TokenConfig = Config['auth']['signature']['tokens'][number];
