@@ -197,6 +197,8 @@ const MEANINGS: Readonly<Record<string, string>> = {
   '<local_backend>.type': '`local`: files beside the configuration',
   '<local_backend>.path':
     'collectors: a folder of `<type>/<type>-v<version>.zip.sha256`; the others: a JSON file (relative to the configuration file)',
+  '<local_backend_of_sso_providers>.seed':
+    'a file copied to `path` when `path` does not exist yet (its folder made): the embedded default keeps the file it writes in `state/`, made from the committed sample',
   '<upstream_backend>.type': '`upstream`: a service that speaks this API; every other key as in `<upstream>`',
   '<postgres_backend>.type': '`postgres`: one PostgreSQL database for every replica and worker',
   '<postgres_backend>.url':
@@ -232,8 +234,11 @@ const MEANINGS: Readonly<Record<string, string>> = {
     'the name sent in SNI and checked in the service’s certificate (default: the URL’s host)',
 };
 
-/** A key of the upstream backend means what the same key of the upstream (`passthrough`) means. */
-const SAME_AS: ReadonlyArray<readonly [string, string]> = [['<upstream_backend>.', '<upstream>.']];
+/** A key of these shapes means what the same key of the other shape means. */
+const SAME_AS: ReadonlyArray<readonly [string, string]> = [
+  ['<upstream_backend>.', '<upstream>.'],
+  ['<local_backend_of_sso_providers>.', '<local_backend>.'],
+];
 
 /** The meaning of the key at `path`; undefined when none is written. */
 export function meaningOf(path: string): string | undefined {

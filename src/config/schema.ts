@@ -211,9 +211,16 @@ export const configSchema = schema;
  * every key that takes them: the backend types (each shared by the operations it serves) and the upstream.
  */
 export const namedShapes = z.registry<{ id: string }>();
-for (const types of Object.values(BACKEND_TYPES) as Array<Record<string, { config: z.ZodType }>>) {
+const ids = new Set<string>();
+for (const [operation, types] of Object.entries(BACKEND_TYPES) as Array<
+  [string, Record<string, { config: z.ZodType }>]
+>) {
   for (const [type, { config }] of Object.entries(types)) {
-    if (!namedShapes.has(config)) namedShapes.add(config, { id: `${type}_backend` });
+    if (namedShapes.has(config)) continue;
+    // A type whose shape differs for one operation (a local store the gateway writes) is named for it.
+    const id = ids.has(`${type}_backend`) ? `${type}_backend_of_${operation}` : `${type}_backend`;
+    ids.add(id);
+    namedShapes.add(config, { id });
   }
 }
 namedShapes.add(passthroughShape, { id: 'upstream' });
