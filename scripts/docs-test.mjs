@@ -6,7 +6,7 @@
 // group), waits for its `listening` line, then runs each page's blocks in order, all of one page in
 // one bash (so a page's variables carry from block to block), from the repository's root, with
 // `set -euo pipefail`. A page's processes are stopped when it ends, and `npm start` at the end.
-// It needs PostgreSQL (GATEWAY_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres) and
+// `npm run test:docs -- PAGE…` runs those pages only (DOCS_TEST_VERBOSE=1: with what they print). It needs PostgreSQL (GATEWAY_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres) and
 // Redis on 127.0.0.1:6379, and ports 8080/9090 (npm start) and 8081/9091, 8443/9443, 3000 free.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -45,6 +45,19 @@ export function runnableBlocks(text) {
   const fence = /^```sh run[ \t]*\n([\s\S]*?)^```[ \t]*$/gm;
   for (const m of text.matchAll(fence)) blocks.push(m[1]);
   return blocks;
+}
+
+/** The process groups started (npm start, the page running): stopped if this script is stopped. */
+const running = new Set();
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    for (const child of running) {
+      try {
+        process.kill(-child.pid, 'SIGTERM');
+      } catch {}
+    }
+    process.exit(1);
+  });
 }
 
 /** Whether something already listens on 127.0.0.1:`port`. */
@@ -87,6 +100,7 @@ function runPage(page, blocks) {
         GATEWAY_POSTGRES_URL: process.env.GATEWAY_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
       },
     });
+    running.add(child);
     let output = '';
     child.stdout.on('data', (d) => (output += d));
     child.stderr.on('data', (d) => (output += d));
@@ -96,6 +110,7 @@ function runPage(page, blocks) {
     }, PAGE_TIMEOUT_MS);
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
+      running.delete(child);
       // Whatever the page left running in its group (a gateway it started and did not stop).
       try {
         process.kill(-child.pid, 'SIGTERM');
@@ -114,6 +129,7 @@ async function main() {
     }
   }
   const gateway = spawn('npm', ['start'], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(gateway);
   let log = '';
   const listening = new Promise((resolve) => {
     const look = (d) => {
@@ -131,7 +147,9 @@ async function main() {
       return 1;
     }
     let failed = 0;
-    for (const page of PAGES) {
+    // `npm run test:docs -- docs/tls.md`: those pages only.
+    const only = process.argv.slice(2);
+    for (const page of only.length > 0 ? only : PAGES) {
       let text;
       try {
         text = readFileSync(path.join(ROOT, page), 'utf8');
@@ -145,6 +163,7 @@ async function main() {
       const seconds = ((Date.now() - t0) / 1000).toFixed(1);
       if (status === 0) {
         console.log(`ok ${page}: ${blocks.length} block(s) in ${seconds} s`);
+        if (process.env.DOCS_TEST_VERBOSE) console.log(output);
       } else {
         failed++;
         const block = [...output.matchAll(/::block (\d+) of /g)].at(-1)?.[1] ?? '?';
