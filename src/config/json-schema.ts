@@ -11,9 +11,6 @@ import { configSchema, namedShapes } from './schema.js';
 
 type Json = Record<string, unknown>;
 
-/** Where the published schema lives: its `$id`, and what `yaml-language-server` comments name. */
-export const SCHEMA_ID = 'https://github.com/bh-gateway/bh-gateway/blob/main/docs/gateway.schema.json';
-
 const REFERENCE: Json = {
   type: 'string',
   pattern: '^\\$\\{(env|file):[^}]*\\}$',
@@ -92,7 +89,6 @@ export function configJsonSchema(): Json {
   const defs = (json.$defs ?? {}) as Record<string, Json>;
   const described: Json = {
     $schema: json.$schema,
-    $id: SCHEMA_ID,
     title: 'bh-gateway configuration',
     description:
       'The gateway’s configuration file (YAML). Generated from src/config/schema.ts by `npm run docs:gen`; `gateway schema` prints it.',
