@@ -139,7 +139,7 @@ async function main() {
     gateway.stdout.on('data', look);
     gateway.stderr.on('data', look);
     gateway.on('exit', () => resolve(false));
-    setTimeout(() => resolve(false), 120_000);
+    setTimeout(() => resolve(false), 120_000).unref();
   });
   try {
     if (!(await listening)) {
