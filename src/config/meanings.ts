@@ -214,6 +214,24 @@ const MEANINGS: Readonly<Record<string, string>> = {
     'how often the database is probed while no request has proved it reachable',
   '<upstream>.url': '`http://` or `https://` base URL of the service; a path is a prefix of every target',
   '<upstream>.auth': 'how the gateway authenticates to the service',
+  '<upstream>.targets':
+    'several base URLs of one service (its replicas), instead of `url`: one scheme, no duplicates, no user name or password',
+  '<upstream>.balance': '`least_request` (fewest requests in flight, ties at random) or `round_robin`',
+  '<upstream>.health_check': 'optional active health check of each target (targets start healthy)',
+  '<upstream>.health_check.path': 'a path the service answers 2xx without credentials (starts with `/`)',
+  '<upstream>.health_check.interval': 'time between two checks of one target',
+  '<upstream>.health_check.timeout': 'a check not answered within this fails',
+  '<upstream>.health_check.healthy': 'consecutive passes that bring a target back',
+  '<upstream>.health_check.unhealthy': 'consecutive fails that take a target out',
+  '<upstream>.outlier':
+    'passive ejection of a target that fails requests (connect failures, resets, timeouts, 502/503/504)',
+  '<upstream>.outlier.consecutive_failures': 'failures in a row that eject a target',
+  '<upstream>.outlier.base_ejection':
+    'ejection time, multiplied by the target’s ejection count (at most 10×)',
+  '<upstream>.outlier.max_ejected': 'at most this share of the targets ejected at once (never all)',
+  '<upstream>.retries': 'sending a failed request to another target (never a PATCH whose bytes reached one)',
+  '<upstream>.retries.attempts': 'retries per request (0: none; at most 5)',
+  '<upstream>.retries.budget': 'retries in flight at most this share of the requests in flight (at least 3)',
   '<upstream>.auth.type':
     '`signature` (re-signs every request with its own token), `bearer` (a static token) or `client` (forwards the client’s credentials)',
   '<upstream>.auth.token_id': 'signature: the gateway’s token id at the service',
