@@ -39,8 +39,14 @@ const upstreamFields = {
 
 /** `backends.<operation>: {type: upstream, ...}`. */
 export const upstreamBackendShape = z.strictObject({ type: z.literal('upstream'), ...upstreamFields });
-/** `passthrough: {...}`: every other authenticated `/api/v2` request goes to this service. */
-export const passthroughShape = z.strictObject(upstreamFields);
+const upstreamShape = z.strictObject(upstreamFields);
 
-export type UpstreamConfig = z.output<typeof passthroughShape>;
+/**
+ * `passthrough: {...}`: every other authenticated `/api/v2` request goes to this service, and the
+ * front door's routes (contract §11); `max_body` is the body limit of the `upload` route.
+ */
+export const passthroughShape = z.strictObject({ ...upstreamFields, max_body: size().default(1024 ** 3) });
+
+export type UpstreamConfig = z.output<typeof upstreamShape>;
+export type PassthroughConfig = z.output<typeof passthroughShape>;
 export type UpstreamAuthConfig = z.output<typeof upstreamAuth>;
