@@ -21,6 +21,7 @@ import type { RequestContext } from '../../http/context.js';
 import { pipe, writeHead } from '../../http/respond.js';
 import { OUTGOING, type Outgoing, outgoingAgent } from './agent.js';
 import { answerHeaders, droppedHeaders } from './headers.js';
+import { publicHeaders } from './public.js';
 
 /** Forwards a request and relays its answer. */
 export interface ProxyRelay {
@@ -32,10 +33,28 @@ export interface ProxyRelay {
     ctx: RequestContext,
     request: ForwardedRequest,
     signal: AbortSignal,
-    meter?: { spent?(ms: number): void },
+    meter?: Meter,
+    options?: ForwardOptions,
   ): Promise<void>;
   ready(): boolean;
   close(): Promise<void>;
+}
+
+/** Told how long the upstream took (the log line's `upstream_ms`) and the status it answered. */
+export interface Meter {
+  spent?(ms: number): void;
+  /** The upstream's status, before any byte of the answer is written to the client. */
+  answered?(status: number): void;
+}
+
+/** How one request is forwarded. */
+export interface ForwardOptions {
+  /**
+   * A public request (contract §11): no credential of the gateway's whatever `auth` says (the
+   * client's own `Authorization`, `RequestDate` and `Signature` go as sent), and never retried on
+   * another target once a byte of it was written (an SSO callback's one-time code).
+   */
+  readonly public?: boolean;
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
@@ -88,10 +107,13 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
   });
 
   return {
-    async forward(ctx, request, signal, meter) {
+    async forward(ctx, request, signal, meter, options) {
       const body = ctx.body;
       const path = endpoint.prefix + request.target;
-      const headers = await endpoint.headers(request, path, body);
+      const headers =
+        options?.public === true
+          ? publicHeaders(request, ctx.req)
+          : await endpoint.headers(request, path, body);
       if (body !== undefined && (body.size > 0 || !BODYLESS.has(request.method))) {
         headers['content-length'] = String(body.size);
       }
@@ -118,7 +140,7 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
   function relay(
     ctx: RequestContext,
     signal: AbortSignal,
-    meter: { spent?(ms: number): void } | undefined,
+    meter: Meter | undefined,
     path: string,
     headers: Record<string, string>,
   ): Promise<void> {
@@ -166,6 +188,7 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
             return;
           }
           meter?.spent?.(performance.now() - started);
+          meter?.answered?.(status);
           endpoint.answered(started);
           const id = upstreamRequestId(proxyRes.headers);
           if (id !== undefined) ctx.log.upstream_request_id = id;
