@@ -76,6 +76,7 @@ const routeEntry = z
     const given = entry.path ?? entry.prefix;
     if (typeof given !== 'string' || pathProblem(given) !== undefined) return;
     const prefix = entry.path === undefined;
+    if (prefix && !given.endsWith('/')) return;
     const segments = given
       .slice(1)
       .split('/')
@@ -94,16 +95,20 @@ const routeEntry = z
   });
 
 /** `routes`: the operator's entries, checked in order. */
-export const routesSchema = z.array(routeEntry).superRefine((entries, ctx) => {
-  const seen = new Map<string, number>();
-  entries.forEach((entry, i) => {
-    if (typeof entry.name !== 'string') return;
-    const first = seen.get(entry.name);
-    if (first !== undefined) {
-      ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `is the name of routes[${first}] too` });
-    } else seen.set(entry.name, i);
-  });
-});
+export const routesSchema = z.array(routeEntry).superRefine(
+  (entries: ReadonlyArray<{ name?: unknown }>, ctx) => {
+    const seen = new Map<string, number>();
+    entries.forEach((entry, i) => {
+      if (typeof entry.name !== 'string') return;
+      const first = seen.get(entry.name);
+      if (first !== undefined) {
+        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `is the name of routes[${first}] too` });
+      } else seen.set(entry.name, i);
+    });
+    // Also when an entry has another problem, so that every problem is listed at once.
+  },
+  { when: (payload) => Array.isArray(payload.value) },
+);
 
 export type RouteConfig = z.output<typeof routeEntry>;
 

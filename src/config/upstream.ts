@@ -39,14 +39,13 @@ const upstreamFields = {
 
 /** `backends.<operation>: {type: upstream, ...}`. */
 export const upstreamBackendShape = z.strictObject({ type: z.literal('upstream'), ...upstreamFields });
-const upstreamShape = z.strictObject(upstreamFields);
-
 /**
  * `passthrough: {...}`: every other authenticated `/api/v2` request goes to this service, and the
  * front door's routes (contract §11); `max_body` is the body limit of the `upload` route.
  */
 export const passthroughShape = z.strictObject({ ...upstreamFields, max_body: size().default(1024 ** 3) });
 
-export type UpstreamConfig = z.output<typeof upstreamShape>;
+/** An upstream service's keys (a backend's without its `type`, pass-through's without `max_body`). */
+export type UpstreamConfig = z.output<z.ZodObject<typeof upstreamFields>>;
 export type PassthroughConfig = z.output<typeof passthroughShape>;
 export type UpstreamAuthConfig = z.output<typeof upstreamAuth>;

@@ -8,7 +8,7 @@ import type { Identity } from './identity.js';
 import type { RequestTrace } from '../observability/tracing/tracing.js';
 import type { HeldBody } from './body.js';
 import type { Deadline } from './deadline.js';
-import type { Route } from './router.js';
+import type { Route } from './route.js';
 
 export interface RequestContext {
   readonly req: IncomingMessage;

@@ -18,7 +18,7 @@ import type { ClientAddressing } from './client-address.js';
 import { Context, type RequestContext } from './context.js';
 import { toGatewayError, writeError } from './envelope.js';
 import { RequestIds } from './request-id.js';
-import type { Route } from './router.js';
+import type { Route } from './route.js';
 import type { Pipeline, Stage, Stages } from './stage.js';
 
 /** Milliseconds between the two interim answers that tell a gone client from a half-closed one. */

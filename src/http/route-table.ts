@@ -6,23 +6,8 @@
  * without credentials (`none`) or hides the path (`deny`).
  */
 import { unescape } from 'node:querystring';
-import type { Permission } from '../config/permissions.js';
 import type { RouteConfig } from '../config/routes.js';
-import type { Route } from './router.js';
-
-/** What a route of the table asks of its requests. */
-export interface RouteRule {
-  readonly name: string;
-  readonly auth: 'required' | 'none' | 'deny';
-  /** With `required`: the permission needed; absent, any verified identity. */
-  readonly permission?: Permission;
-  /** Per client address (`none`) or per verified identity (`required`), under the key `route:<name>`. */
-  readonly rateLimit?: { readonly limit: number; readonly window: number };
-  /** The route's body limit (bytes) instead of `server.max_body_size`. */
-  readonly maxBody?: number;
-  /** The route's `Prefer` ceiling (seconds) instead of `prefer.max_wait`. */
-  readonly maxWait?: number;
-}
+import type { Route, RouteRule } from './route.js';
 
 /** The table of one configuration: the rule a request matches, or undefined (404). */
 export interface RouteTable {

@@ -8,26 +8,10 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { unescape } from 'node:querystring';
-import { OPERATION_PATHS, type OperationName, type OperationPath } from '../config/operation-paths.js';
+import { OPERATION_PATHS, type OperationPath } from '../config/operation-paths.js';
 import { errors } from '../errors.js';
-import type { RouteRule, RouteTable } from './route-table.js';
-
-/**
- * The `operation` of a route: one of the three operations, `passthrough` (an authenticated request
- * forwarded to the service), `public` (one forwarded without credentials, contract §11), or
- * `unmatched` (a route that hides its path: `auth: deny`).
- */
-export type OperationId = OperationName | 'passthrough' | 'public' | 'unmatched';
-
-/** A matched route: the operation, its path parameters (percent-decoded once) and its name. */
-export interface Route {
-  readonly operation: OperationId;
-  readonly params: Readonly<Record<string, string>>;
-  /** The route's name (the log line's `route`): the operation's id, or the route table's name. */
-  readonly name: string;
-  /** For a route of the front door's table: what it asks of its requests. */
-  readonly rule?: RouteRule;
-}
+import type { Route } from './route.js';
+import type { RouteTable } from './route-table.js';
 
 /** An operation's path as matched: each segment's parameter name (undefined for a fixed word), read once. */
 interface CompiledSpec extends OperationPath {

@@ -6,7 +6,7 @@
  */
 import { errors } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
-import type { RouteRule } from '../http/route-table.js';
+import type { RouteRule } from '../http/route.js';
 import type { Stage } from '../http/stage.js';
 import type { Metrics } from '../observability/metrics.js';
 import { addressSubject } from './address.js';

@@ -7,7 +7,7 @@
 import type { RateLimitsConfig } from '../config/rate-limits.js';
 import { errors, GatewayError } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
-import type { Route } from '../http/router.js';
+import type { Route } from '../http/route.js';
 import type { Stage } from '../http/stage.js';
 import type { Metrics } from '../observability/metrics.js';
 import { addressSubject } from './address.js';
