@@ -13,6 +13,8 @@ import { startChild } from './processes.mjs';
 const TARGETS = new URL('../targets/', import.meta.url).pathname;
 export const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 export const CHECKSUM = '/api/v2/collectors/sharphound/v2.10.0/checksum';
+/** A public route of the front door (issue 28): forwarded without authentication. */
+export const PUBLIC = '/api/v2/spec';
 
 function node(dir, name, script, args) {
   return startChild(name, process.execPath, [join(TARGETS, script), ...args], { dir }).then((entry) => ({
@@ -65,6 +67,7 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
     checksumJwt,
     localJwt,
     upstreamJwt,
+    frontDoor,
   ] = await Promise.all([
     node(dir, 'bare', 'bare.mjs', [memberFile, first.headers.get('content-type') ?? 'application/json']),
     node(dir, 'undici-proxy', 'undici-proxy.mjs', [stub.url]),
@@ -91,6 +94,7 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
     startGateway(dir, 'gateway-checksum-jwt', localConfig),
     startGateway(dir, 'gateway-local-jwt', localConfig),
     startGateway(dir, 'gateway-upstream-jwt', upstreamConfig),
+    startGateway(dir, 'gateway-public', writeConfig(data, 'gateway-public', creds, { passthrough: stub.url })),
   ]);
 
   const jwt = bearerHeaders(await jwtFor(creds));
@@ -145,6 +149,13 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
       expect: member,
     },
     { name: 'gateway member upstream, JWT', proc: upstreamJwt, path: MEMBER, headers: jwt, expect: member },
+    {
+      name: 'gateway public pass-through (front door, no credentials)',
+      role: 'gw-public',
+      proc: frontDoor,
+      path: PUBLIC,
+      expect: member,
+    },
     workers
       ? {
           name: `gateway member upstream, signed, ${workerCount} workers`,
