@@ -235,3 +235,24 @@ t.test('deny: 404 resource not found, as if the path did not exist, nothing forw
   t.equal((await request(gw, { method: 'GET', target: '/ui' })).status, 200, '/ui is not under /ui/');
   t.equal(await scrape(gw.adminUrl, 'gateway_route_requests_total', { route: 'no-ui', code: '404' }), 2);
 });
+
+t.test('replacing passthrough by name restricts what authenticated identities reach', async (t) => {
+  const { gw, service } = await frontDoor(t, {
+    auth: 'signature',
+    gateway: {
+      routes: [
+        { name: 'passthrough', prefix: '/api/v2/graphs/', auth: 'required', permission: 'passthrough' },
+      ],
+    },
+  });
+  const allowed = await call(gw, { method: 'GET', target: '/api/v2/graphs/search?q=x' });
+  t.equal(allowed.status, 200);
+  t.equal((await lineOf(gw, allowed)).route, 'passthrough');
+  t.equal(service.seen[0]?.signatureValid, true, "signed by the gateway's own token");
+  for (const target of ['/api/v2/self', '/api/v2/graphs', '/api/v2/sso-providers/1']) {
+    const res = await call(gw, { method: 'DELETE', target });
+    t.equal(res.status, 404, `${target}: no route`);
+  }
+  t.equal((await request(gw, { method: 'GET', target: '/api/v2/spec' })).status, 200, 'public routes stay');
+  t.equal(service.seen.length, 2);
+});
