@@ -24,7 +24,7 @@ import type { Metrics } from './observability/metrics.js';
 import type { Tracing } from './observability/tracing/tracing.js';
 import { createAssetGroupTagMember } from './operations/asset-group-tag-member.js';
 import { createCollectorChecksum } from './operations/collector-checksum.js';
-import { createPassthroughOperations } from './operations/passthrough/index.js';
+import { createPassthroughOperation, createPublicOperation } from './operations/passthrough/index.js';
 import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
 import { createPipeline } from './pipeline.js';
 import { createRateLimits, type RateLimitCounts, routeLimitsInMemory } from './ratelimit/index.js';
@@ -98,20 +98,17 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
     config.rate_limits &&
     (await createRateLimits(config.rate_limits, { logger, metrics, counts: instance.rateLimitCounts }));
   const byAddress = limits?.stages.unauthenticated;
-  const forwarding =
+  const upstreamDeps = { metrics, logger, ...(tracing && { tracing }) };
+  const passthrough = config.passthrough && createPassthroughOperation(config.passthrough, upstreamDeps);
+  const open =
     config.passthrough &&
-    createPassthroughOperations(
-      config.passthrough,
-      { metrics, logger, ...(tracing && { tracing }) },
-      {
-        // A password guesser is stopped at the edge: the service's 401 on `login` is a failed
-        // authentication of the address (contract §11).
-        answered(ctx, status) {
-          if (status === 401 && ctx.route?.name === 'login') byAddress?.record(ctx);
-        },
+    createPublicOperation(config.passthrough, upstreamDeps, {
+      // A password guesser is stopped at the edge: the service's 401 on `login` is a failed
+      // authentication of the address (contract §11).
+      answered(ctx, status) {
+        if (status === 401 && ctx.route?.name === 'login') byAddress?.record(ctx);
       },
-    );
-  const passthrough = forwarding?.passthrough;
+    });
   const pipeline = createPipeline({
     ...(limits && { rateLimits: limits.stages }),
     prefer: config.prefer,
@@ -126,12 +123,13 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
       }),
       GetAssetGroupTagMember: createAssetGroupTagMember({ backend: backends.assetGroupTags }),
     },
-    ...(forwarding &&
+    ...(passthrough &&
+      open &&
       config.passthrough && {
         frontDoor: {
           table: createRouteTable(config.routes ?? [], config.passthrough.max_body),
-          passthrough: forwarding.passthrough,
-          public: forwarding.public,
+          passthrough,
+          public: open,
           limits: limits?.routes ?? routeLimitsInMemory({ metrics, counts: instance.rateLimitCounts }),
           body: new BodyReader(config.server, tmpDir),
         },
@@ -163,7 +161,13 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
     keySources: () => authenticate.sources(),
     async close() {
       authenticate.close();
-      await Promise.allSettled([backends.close(), tokens.close(), passthrough?.close?.(), limits?.close()]);
+      await Promise.allSettled([
+        backends.close(),
+        tokens.close(),
+        passthrough?.close?.(),
+        open?.close?.(),
+        limits?.close(),
+      ]);
     },
   };
 }

@@ -23,6 +23,11 @@ export interface Outgoing {
   readonly signal: StopSignal;
   /** Told how long the upstream took to answer (or fail): the request line's `upstream_ms`. */
   readonly meter?: { spent?(ms: number): void };
+  /**
+   * Never sent again once any byte of it was written, whatever its method (a public request of the
+   * front door, contract §11: an SSO callback's one-time code must not be replayed).
+   */
+  readonly once?: boolean;
 }
 
 export interface UpstreamClient {

@@ -157,7 +157,7 @@ export function createEndpoint(config: UpstreamConfig, name: string, deps: Upstr
 }
 
 /** The headers that say who the client is and how long the upstream may take. */
-export function forwardingHeaders(request: ForwardedRequest): Record<string, string> {
+function forwardingHeaders(request: ForwardedRequest): Record<string, string> {
   const headers: Record<string, string> = {};
   if (request.forwardedFor !== undefined) headers['x-forwarded-for'] = request.forwardedFor;
   if (request.forwardedProto !== undefined) headers['x-forwarded-proto'] = request.forwardedProto;

@@ -1,22 +1,83 @@
 /**
- * What a public request of the front door (contract §11) carries to the service: the forwarding
- * headers every pass-through request gets, and the client's own credentials as it sent them, never
- * one of the gateway's. With no identity there is no `X-Gateway-Subject`; the relay removes a
- * client's own, as it removes every header the gateway sets itself.
+ * The front door's public requests (contract §11): forwarded to the pass-through's service on an
+ * undici pool of their own, with no credential of the gateway's whatever `passthrough.auth` says
+ * (the pool's endpoint is opened with `{type: client}` auth, which adds only the client's own
+ * `Authorization`, `RequestDate` and `Signature`), the client's other headers as sent (cookies
+ * included), and the service's answer relayed as it came (`Location`, every `Set-Cookie`, the body).
  */
-import type { IncomingMessage } from 'node:http';
-import { forwardingHeaders } from '../../upstream/endpoint.js';
-import type { ForwardedRequest } from '../../upstream/forwarded.js';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { UpstreamConfig } from '../../config/upstream.js';
+import type { RequestContext } from '../../http/context.js';
+import { backendCall } from '../../http/forwarded.js';
+import { relay } from '../../http/respond.js';
+import { UpstreamAnswer, upstreamRequestId } from '../../upstream/answer.js';
+import { createUpstreamClient } from '../../upstream/client.js';
+import type { UpstreamDeps } from '../../upstream/endpoint.js';
+import type { ClientCredentials } from '../../upstream/forwarded.js';
+import type { Operation } from '../operation.js';
+import { answerDropped, publicHeaders } from './headers.js';
 
-/** The credential headers a client may send to the service itself (a login, a session token). */
-const CLIENT_OWN = ['authorization', 'requestdate', 'signature'] as const;
+/** What the front door is told of a public request's answer. */
+export interface PublicHooks {
+  /** The service's status, before the answer is written (a 401 on `login` counts against the address). */
+  answered?(ctx: RequestContext, status: number): void;
+}
 
-/** The headers the gateway sets on a public request: forwarding, request id, `Prefer`, `traceparent`. */
-export function publicHeaders(request: ForwardedRequest, req: IncomingMessage): Record<string, string> {
-  const headers = forwardingHeaders(request);
-  for (const name of CLIENT_OWN) {
-    const value = req.headers[name];
-    if (typeof value === 'string') headers[name] = value;
+/** The public operation forwarding to the service of `config` (its metrics labelled `passthrough`). */
+export function createPublicOperation(
+  config: UpstreamConfig,
+  deps: UpstreamDeps,
+  hooks: PublicHooks = {},
+): Operation {
+  const client = createUpstreamClient({ ...config, auth: { type: 'client' } }, 'passthrough', deps);
+  const { answered } = hooks;
+  return {
+    id: 'public',
+    permission: 'passthrough',
+    public: true,
+    async handle(ctx) {
+      const call = backendCall(ctx);
+      const { req } = ctx;
+      const arrived = await client.send({
+        request: { ...call.request, credentials: credentialsOf(req) },
+        headers: publicHeaders(req, ctx.peerTrusted),
+        signal: call.stop,
+        meter: call,
+        once: true,
+      });
+      answered?.(ctx, arrived.statusCode);
+      return relay(ctx, new UpstreamAnswer(arrived.statusCode, answerOf(arrived.headers), arrived.body));
+    },
+    ready: () => client.ready(),
+    close: () => client.close(),
+  };
+}
+
+/** The client's own credential headers, as it sent them (none: none goes out). */
+function credentialsOf(req: IncomingMessage): ClientCredentials {
+  const { authorization, requestdate, signature } = req.headers;
+  const credentials: { authorization?: string; requestdate?: string; signature?: string } = {};
+  if (authorization !== undefined) credentials.authorization = authorization;
+  if (typeof requestdate === 'string') credentials.requestdate = requestdate;
+  if (typeof signature === 'string') credentials.signature = signature;
+  return credentials;
+}
+
+/**
+ * The service's answer headers as they go to the client (every `Set-Cookie` kept apart), without
+ * hop-by-hop ones and its own `RequestID` (ours stays; its own comes back as `X-Upstream-RequestID`)
+ * and `Preference-Applied` (ours stays).
+ */
+function answerOf(headers: IncomingHttpHeaders): Readonly<Record<string, string>> {
+  const dropped = answerDropped(headers.connection);
+  const out: Record<string, string | string[]> = {};
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || dropped.has(name)) continue;
+    out[name] = value;
   }
-  return headers;
+  const id = upstreamRequestId(headers);
+  if (id !== undefined) out['X-Upstream-RequestID'] = id;
+  // `relay` writes a list value as one header per entry (`appendHeaders`).
+  return out as Readonly<Record<string, string>>;
 }

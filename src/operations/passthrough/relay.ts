@@ -21,7 +21,6 @@ import type { RequestContext } from '../../http/context.js';
 import { pipe, writeHead } from '../../http/respond.js';
 import { OUTGOING, type Outgoing, outgoingAgent } from './agent.js';
 import { answerHeaders, droppedHeaders } from './headers.js';
-import { publicHeaders } from './public.js';
 
 /** Forwards a request and relays its answer. */
 export interface ProxyRelay {
@@ -33,28 +32,10 @@ export interface ProxyRelay {
     ctx: RequestContext,
     request: ForwardedRequest,
     signal: AbortSignal,
-    meter?: Meter,
-    options?: ForwardOptions,
+    meter?: { spent?(ms: number): void },
   ): Promise<void>;
   ready(): boolean;
   close(): Promise<void>;
-}
-
-/** Told how long the upstream took (the log line's `upstream_ms`) and the status it answered. */
-export interface Meter {
-  spent?(ms: number): void;
-  /** The upstream's status, before any byte of the answer is written to the client. */
-  answered?(status: number): void;
-}
-
-/** How one request is forwarded. */
-export interface ForwardOptions {
-  /**
-   * A public request (contract §11): no credential of the gateway's whatever `auth` says (the
-   * client's own `Authorization`, `RequestDate` and `Signature` go as sent), and never retried on
-   * another target once a byte of it was written (an SSO callback's one-time code).
-   */
-  readonly public?: boolean;
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
@@ -107,13 +88,10 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
   });
 
   return {
-    async forward(ctx, request, signal, meter, options) {
+    async forward(ctx, request, signal, meter) {
       const body = ctx.body;
       const path = endpoint.prefix + request.target;
-      const headers =
-        options?.public === true
-          ? publicHeaders(request, ctx.req)
-          : await endpoint.headers(request, path, body);
+      const headers = await endpoint.headers(request, path, body);
       if (body !== undefined && (body.size > 0 || !BODYLESS.has(request.method))) {
         headers['content-length'] = String(body.size);
       }
@@ -140,7 +118,7 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
   function relay(
     ctx: RequestContext,
     signal: AbortSignal,
-    meter: Meter | undefined,
+    meter: { spent?(ms: number): void } | undefined,
     path: string,
     headers: Record<string, string>,
   ): Promise<void> {
@@ -188,7 +166,6 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
             return;
           }
           meter?.spent?.(performance.now() - started);
-          meter?.answered?.(status);
           endpoint.answered(started);
           const id = upstreamRequestId(proxyRes.headers);
           if (id !== undefined) ctx.log.upstream_request_id = id;
