@@ -18,3 +18,5 @@ cpSync('test', `${out}/test`, {
 });
 rmSync(`${out}/src`, { recursive: true, force: true });
 symlinkSync('../dist', `${out}/src`, 'dir');
+// The copied scripts import the build as `../../dist/…`, written from test/: the same link under that name.
+symlinkSync('../dist', `${out}/dist`, 'dir');

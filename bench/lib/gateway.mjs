@@ -37,14 +37,14 @@ export function checksumFile(dir) {
 }
 
 /**
- * Writes `<dir>/<name>.yaml` (JSON is YAML) and returns its path. `upstream` (a URL) moves
- * asset_group_tags there; `workers` > 1 moves sso_providers there too (a local store needs one process);
+ * Writes `<dir>/<name>.yaml` (JSON is YAML) and returns its path. `upstream` (a URL, or a list of
+ * them: its `targets`) moves asset_group_tags there; `workers` > 1 moves sso_providers there too (a local store needs one process);
  * `rateLimit` turns a default rate-limit policy on.
  */
 export function writeConfig(dir, name, creds, { upstream, workers = 1, rateLimit = false, passthrough } = {}) {
   const viaUpstream = () => ({
     type: 'upstream',
-    url: upstream,
+    ...(Array.isArray(upstream) ? { targets: upstream } : { url: upstream }),
     auth: { type: 'signature', token_id: creds.upstreamTokenId, token_key: creds.upstreamTokenKey },
   });
   const config = {

@@ -46,7 +46,10 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
   ];
 
   progress('starting the stub upstream, then the bare server, the proxies and the other gateways');
-  const stub = await node(dir, 'stub', 'origin.mjs', originArgs);
+  // Three replicas of the stub: the first is every upstream row's; all three the targets row's.
+  const [stub, stub2, stub3] = await Promise.all(
+    ['stub', 'stub-2', 'stub-3'].map((name) => node(dir, name, 'origin.mjs', originArgs)),
+  );
   const binary = findNginx();
   if (!binary) notes.push('nginx not installed: `apt-get install nginx-light` to include it');
   const workersConfig = writeConfig(data, 'gateway-workers', creds, {
@@ -55,6 +58,9 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
   });
   // Started side by side: each is its own process, and starting them one by one only costs time.
   const upstreamConfig = writeConfig(data, 'gateway-upstream', creds, { upstream: stub.url });
+  const targetsConfig = writeConfig(data, 'gateway-targets', creds, {
+    upstream: [stub.url, stub2.url, stub3.url],
+  });
   const [
     bare,
     undici,
@@ -67,6 +73,7 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
     checksumJwt,
     localJwt,
     upstreamJwt,
+    threeTargets,
     frontDoor,
   ] = await Promise.all([
     node(dir, 'bare', 'bare.mjs', [memberFile, first.headers.get('content-type') ?? 'application/json']),
@@ -94,6 +101,7 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
     startGateway(dir, 'gateway-checksum-jwt', localConfig),
     startGateway(dir, 'gateway-local-jwt', localConfig),
     startGateway(dir, 'gateway-upstream-jwt', upstreamConfig),
+    startGateway(dir, 'gateway-targets', targetsConfig),
     startGateway(dir, 'gateway-public', writeConfig(data, 'gateway-public', creds, { passthrough: stub.url })),
   ]);
 
@@ -149,6 +157,14 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
       expect: member,
     },
     { name: 'gateway member upstream, JWT', proc: upstreamJwt, path: MEMBER, headers: jwt, expect: member },
+    {
+      name: 'gateway member upstream, signed, 3 targets (least_request)',
+      role: 'gw-targets',
+      proc: threeTargets,
+      path: MEMBER,
+      headers: signed(MEMBER),
+      expect: member,
+    },
     {
       name: 'gateway public pass-through (front door, no credentials)',
       role: 'gw-public',

@@ -24,6 +24,8 @@ export interface BackendCall {
    * statement or transaction) and took `ms`: their sum is the request line's `upstream_ms`.
    */
   spent?(ms: number): void;
+  /** Records which upstream target (its URL) gave the answer: the request line's `upstream_target`. */
+  answeredBy?(target: string): void;
 }
 
 /**

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { duration, httpUrl, int, leaf, size, str, uuid } from './leaves.js';
 import { upstreamTlsSchema } from './tls.js';
+import { targetsFields, withTargetChecks } from './upstream-targets.js';
 
 /** How the gateway authenticates its own requests to an upstream. */
 const upstreamAuth = z.discriminatedUnion(
@@ -24,9 +25,10 @@ const upstreamAuth = z.discriminatedUnion(
   { error: 'type must be "signature", "bearer" or "client"' },
 );
 
-/** The keys of an upstream service. */
+/** The keys of an upstream service: its one `url`, or its `targets` (contract §5 "Several targets"). */
 const upstreamFields = {
-  url: httpUrl(),
+  url: httpUrl().optional(),
+  ...targetsFields,
   auth: upstreamAuth,
   connect_timeout: duration(3_600_000, 1).default(5_000),
   headers_timeout: duration(24 * 3_600_000, 1).default(30_000),
@@ -38,12 +40,16 @@ const upstreamFields = {
 };
 
 /** `backends.<operation>: {type: upstream, ...}`. */
-export const upstreamBackendShape = z.strictObject({ type: z.literal('upstream'), ...upstreamFields });
+export const upstreamBackendShape = withTargetChecks(
+  z.strictObject({ type: z.literal('upstream'), ...upstreamFields }),
+);
 /**
  * `passthrough: {...}`: every other authenticated `/api/v2` request goes to this service, and the
  * front door's routes (contract §11); `max_body` is the body limit of the `upload` route.
  */
-export const passthroughShape = z.strictObject({ ...upstreamFields, max_body: size().default(1024 ** 3) });
+export const passthroughShape = withTargetChecks(
+  z.strictObject({ ...upstreamFields, max_body: size().default(1024 ** 3) }),
+);
 
 /** An upstream service's keys (a backend's without its `type`, pass-through's without `max_body`). */
 export type UpstreamConfig = z.output<z.ZodObject<typeof upstreamFields>>;

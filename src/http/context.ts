@@ -80,6 +80,8 @@ export class RequestLine {
   rate_limit_policy: string | undefined = undefined;
   upstream_ms: number | undefined = undefined;
   upstream_request_id: string | undefined = undefined;
+  /** The upstream target that gave the answer (its URL), when the request went to one. */
+  upstream_target: string | undefined = undefined;
   reason: string | undefined = undefined;
   /** The stable code (`GW_…`) of the error the gateway answered with; none on a relayed answer. */
   error_code: ErrorCode | undefined = undefined;

@@ -108,4 +108,7 @@ class RequestCall implements BackendCall {
     const before = log.upstream_ms;
     log.upstream_ms = Math.round(((typeof before === 'number' ? before : 0) + ms) * 1000) / 1000;
   }
+  answeredBy(target: string): void {
+    this.ctx.log.upstream_target = target;
+  }
 }

@@ -12,6 +12,7 @@ import { CACHE_RESULTS, JWT_RESULTS, latencyBuckets, OPERATIONS, RELOAD_RESULTS 
 import { Reported } from './reported.js';
 import { scrapedGauges, type StorePoolCounts, type TokenCounts } from './scraped.js';
 import type { RequestCount } from './request-recorder.js';
+import { type TargetMetrics, targetMetrics } from './target-metrics.js';
 import { type TlsMetrics, tlsMetrics } from './tls-metrics.js';
 
 /** What the metrics are shaped by. */
@@ -44,6 +45,8 @@ export interface Metrics {
   /** `gateway_upstream_request_duration_seconds`, observed per request in plain numbers. */
   readonly upstreamDuration: DurationHistogram;
   readonly upstreamErrors: client.Counter<'backend' | 'kind'>;
+  /** The states, retries and ejections of each upstream's targets. */
+  readonly targets: TargetMetrics;
   readonly jwksFetches: client.Counter<'provider' | 'result'>;
   readonly jwksKeys: client.Gauge<'provider'>;
   readonly jwtVerifications: client.Counter<'result'>;
@@ -172,6 +175,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       help: 'Upstream failures, by backend and kind (its own faults: never a client gone or the request deadline).',
       labelNames: ['backend', 'kind'],
     }),
+    targets: targetMetrics(registry),
     jwksFetches: define.counter({
       name: 'gateway_jwks_fetches_total',
       help: 'JWKS fetches, by identity provider and result.',

@@ -15,6 +15,8 @@ export interface Sending {
   readonly method: string;
   /** False for a public request (contract §11): never sent again once any byte of it was written. */
   readonly replayable: boolean;
+  /** True when it can go out once only (a body streaming from the client): never sent again at all. */
+  readonly once?: boolean;
   /** `performance.now()` at which its deadline fires; undefined when it has none. */
   readonly deadlineAt?: number;
   /** Its stop (deadline or client gone): once fired, nothing is counted or tried again. */
@@ -82,7 +84,8 @@ export async function sendToTargets<T, R>(
   let budgeted = false;
   /** The next target, when `reason` allows another attempt now; undefined when not. */
   const again = (reason: RetryReason | undefined): Lease<T> | undefined => {
-    if (reason === undefined || retries >= set.settings.retries.attempts || request.signal.aborted) return;
+    if (reason === undefined || request.once === true || retries >= set.settings.retries.attempts) return;
+    if (request.signal.aborted) return;
     if (request.deadlineAt !== undefined && performance.now() >= request.deadlineAt) return;
     // A request being retried holds one place in the budget until it is over.
     if (!budgeted && !budget.take()) return;

@@ -27,6 +27,8 @@ export interface Arrived {
 
 /** How a dispatch reports: the answer or the failure (raw: the caller translates it), and when. */
 export interface DispatchHooks {
+  /** undici is about to write the request on a connected socket: from now on, bytes of it went out. */
+  written?(): void;
   /** The answer's head arrived, with a status that may be relayed. */
   head(): void;
   /** The answer, once it may be handed over. */
@@ -73,6 +75,7 @@ export class DispatchHandler implements Dispatcher.DispatchHandler {
     this.#controller = controller;
     // Stopped while it waited for a connection: it never goes out.
     if (this.#settled && !this.#head) controller.abort(this.#signal.reason ?? errors.clientGone());
+    else this.#hooks.written?.();
   }
 
   onResponseStart(controller: Controller, status: number, headers: IncomingHttpHeaders): void {

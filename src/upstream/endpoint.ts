@@ -1,8 +1,8 @@
 /**
  * One upstream service as every path to it sees it (the undici client of the backends and the
  * pass-through's proxy alike): the headers the gateway adds to what it forwards, its own
- * credentials, how a failure becomes a catalogue error (502/504), how it is counted, and the one
- * readiness rule (a failure to connect marks it unreachable, any answer reachable again).
+ * credentials, and how a failure becomes a catalogue error (502/504) and is counted. Its targets,
+ * their balancing and readiness are `upstream-targets.ts`'s.
  */
 import { AssertionError } from 'node:assert';
 import { performance } from 'node:perf_hooks';
@@ -15,7 +15,6 @@ import { formatRequestDate } from '../signing/request-date.js';
 import { RequestKeys } from '../signing/request-keys.js';
 import type { UpstreamConfig } from '../config/upstream.js';
 import type { ForwardedRequest, OutgoingBody } from './forwarded.js';
-import { probeReachability } from './probe.js';
 
 export interface UpstreamDeps {
   readonly metrics: Metrics;
@@ -42,9 +41,6 @@ export function clientAttributes(url: URL, method: string, target: string, backe
 export interface UpstreamEndpoint {
   /** The label of its metrics and log lines (`collectors`, …, `passthrough`). */
   readonly name: string;
-  readonly url: URL;
-  /** The URL's path, put before every target (`http://svc/bh` sends `/bh/api/v2/…`). */
-  readonly prefix: string;
   /**
    * The headers the gateway sets on a request to this upstream for `request`: forwarding, request
    * id, subject, `Prefer` with the seconds left, `traceparent`, and the credentials of its `auth`,
@@ -61,24 +57,17 @@ export interface UpstreamEndpoint {
   /**
    * The catalogue error for a failure of a request under `signal`: the signal's own reason when it
    * fired (the client's deadline, or the client gone; not counted as an upstream error), else 502 or
-   * 504, counted by kind. A failure
-   * to reach the upstream marks it not ready.
+   * 504, counted by kind (the catalogue error's `reason`).
    */
   failed(
     err: unknown,
     signal: { readonly aborted: boolean; readonly reason: unknown },
     started?: number,
   ): unknown;
-  /** False after the last contact (a probe or a request) with the upstream failed. */
-  ready(): boolean;
-  close(): void;
 }
 
 /** The endpoint for `config`; `name` labels its metrics and log lines. */
 export function createEndpoint(config: UpstreamConfig, name: string, deps: UpstreamDeps): UpstreamEndpoint {
-  const url = new URL(config.url);
-  const prefix = url.pathname.replace(/\/+$/, '');
-  const reachability = probeReachability(url, config.connect_timeout, name, deps.logger);
   const keys = new RequestKeys();
   const date = requestDates();
   const { metrics } = deps;
@@ -95,8 +84,6 @@ export function createEndpoint(config: UpstreamConfig, name: string, deps: Upstr
 
   return {
     name,
-    url,
-    prefix,
     headers(request, target, body) {
       const headers = forwardingHeaders(request);
       if (auth.type === 'bearer') {
@@ -136,7 +123,6 @@ export function createEndpoint(config: UpstreamConfig, name: string, deps: Upstr
     },
     answered(started) {
       observe(started);
-      reachability.mark(true);
     },
     failed(err, signal, started) {
       if (started !== undefined) observe(started);
@@ -144,15 +130,12 @@ export function createEndpoint(config: UpstreamConfig, name: string, deps: Upstr
       if (signal.aborted) return signal.reason ?? err;
       const kind = err instanceof GatewayError ? (err.reason ?? 'other') : kindOf(err);
       metrics.upstreamErrors.inc({ backend: name, kind });
-      if (kind === 'connect' || kind === 'dns' || kind === 'connect_timeout') reachability.mark(false, kind);
       if (err instanceof GatewayError) return err;
       if (kind === 'headers_timeout' || kind === 'body_timeout') return errors.upstreamTimeout(kind);
       return kind === 'protocol' || kind === 'too_large' || kind === 'status'
         ? errors.upstreamBadAnswer(kind, err)
         : errors.upstreamUnavailable(kind);
     },
-    ready: () => reachability.ready(),
-    close: () => reachability.close(),
   };
 }
 

@@ -16,18 +16,19 @@ export interface Reachability {
   close(): void;
 }
 
-/** Starts probing `url`; `name` goes into the log lines. */
+/** Starts probing `url`; `name` (the backend) and `target` (the URL probed) go into the log lines. */
 export function probeReachability(
   url: URL,
   connectTimeout: number,
   name: string,
   logger: Logger,
+  target: string = url.origin,
 ): Reachability {
   let reachable: boolean | undefined;
   const mark = (ok: boolean, kind?: string) => {
     if (ok !== reachable) {
-      if (ok) logger.info({ backend: name }, 'upstream reachable');
-      else logger.warn({ backend: name, kind }, 'upstream unreachable');
+      if (ok) logger.info({ backend: name, target }, 'upstream reachable');
+      else logger.warn({ backend: name, target, kind }, 'upstream unreachable');
     }
     reachable = ok;
   };

@@ -184,9 +184,14 @@ export class TargetSet<T> {
     return states;
   }
 
+  /** Whether `target` is in and not failing every request (the ejection cap kept it in). */
+  serving(target: Target<T>): boolean {
+    return this.isIn(target) && !this.#outlier.failing(target.index);
+  }
+
   /** False when every target is out (ejected, failing its health check, or failing every request). */
   ready(): boolean {
-    return this.targets.some((t) => this.isIn(t) && !this.#outlier.failing(t.index));
+    return this.targets.some((t) => this.serving(t));
   }
 
   /** Stops the health checks and closes their clients (the transports are their owner's to close). */

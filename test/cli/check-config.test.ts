@@ -151,3 +151,41 @@ t.test('server.trusted_proxies: addresses, CIDRs or names; not with trust_proxy'
   t.equal(both!.status, 1);
   t.match(both!.stderr, /server\.trust_proxy: must not be set with server\.trusted_proxies/);
 });
+
+t.test('several targets: each bad key is named by its path, by check-config and at start', async (t) => {
+  const dir = t.testdir({
+    'targets.yaml': `backends:
+  collectors: { type: upstream, targets: [], auth: { type: bearer, token: t } }
+  sso_providers:
+    type: upstream
+    url: http://a:1
+    targets: [http://a:1]
+    auth: { type: bearer, token: t }
+  asset_group_tags:
+    type: upstream
+    targets: [http://a:1, https://b:2, http://a:1/]
+    auth: { type: bearer, token: t }
+    outlier: { max_ejected: 150% }
+    retries: { attempts: 6 }
+    health_check: { path: health }
+passthrough: { targets: [http://a:1, http://user:pw@b:2], auth: { type: client } }
+`,
+  });
+  const file = path.join(dir, 'targets.yaml');
+  const [check, start] = await Promise.all([gateway('check-config', file), gateway('--config', file)]);
+  for (const r of [check, start]) {
+    t.equal(r.status, 1);
+    t.match(r.stderr, /backends\.collectors\.targets: must list at least one target URL/);
+    t.match(r.stderr, /backends\.sso_providers\.targets: must not be set with url/);
+    t.match(r.stderr, /backends\.asset_group_tags\.targets\[1\]: must use the same scheme as targets\[0\]/);
+    t.match(r.stderr, /backends\.asset_group_tags\.targets\[2\]: is targets\[0\] again/);
+    t.match(
+      r.stderr,
+      /backends\.asset_group_tags\.outlier\.max_ejected: must be a percentage from 0% to 100%/,
+    );
+    t.match(r.stderr, /backends\.asset_group_tags\.retries\.attempts/);
+    t.match(r.stderr, /backends\.asset_group_tags\.health_check\.path: must be a path starting with \//);
+    t.match(r.stderr, /passthrough\.targets\[1\]: must not carry a query, a fragment or credentials/);
+    t.notMatch(r.stderr, /pw/, 'the password is not echoed');
+  }
+});

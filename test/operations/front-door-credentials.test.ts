@@ -5,9 +5,9 @@
  * public request is never sent twice.
  */
 import t from 'tap';
-import { call, request, signed, TOKENS } from '../helpers/gateway.js';
+import { call, request, signed, startGateway, TOKENS } from '../helpers/gateway.js';
 import { AUTH_TYPES, type AuthType, frontDoor } from '../helpers/front-door.js';
-import { UPSTREAM_TOKEN_ID } from '../helpers/upstream.js';
+import { startUpstream, UPSTREAM_TOKEN_ID } from '../helpers/upstream.js';
 
 const GATEWAY_CREDENTIALS = [`bhesignature ${UPSTREAM_TOKEN_ID}`, 'Bearer gateway-service-token'];
 
@@ -94,12 +94,28 @@ for (const auth of Object.keys(AUTH_TYPES) as AuthType[]) {
 }
 
 t.test('a public request that failed once a byte of it was written is not sent again', async (t) => {
-  const { gw, service } = await frontDoor(t);
-  service.respond = (_req, res) => {
-    res.socket?.destroy();
-  };
+  // Two replicas of the service that cut every request they read; retries on: a GET that failed
+  // would go to the other one.
+  const replicas = [await startUpstream(), await startUpstream()];
+  for (const replica of replicas) replica.respond = (_req, res) => void res.socket?.destroy();
+  const gw = await startGateway({
+    passthrough: {
+      targets: replicas.map((r) => r.url),
+      auth: AUTH_TYPES.client,
+      retries: { attempts: 2, budget: '100%' },
+    },
+  });
+  t.teardown(async () => {
+    await gw.close();
+    for (const replica of replicas) await replica.close();
+  });
+  const seen = () => replicas.reduce((n, r) => n + r.seen.length, 0);
   const res = await request(gw, { method: 'GET', target: '/api/v2/sso/okta/callback?code=one-time' });
   t.equal(res.status, 502);
   t.equal(res.json().errors[0].context, 'upstream');
-  t.equal(service.seen.length, 1, 'the one-time code went out once');
+  t.equal(seen(), 1, 'the one-time code went out once');
+  // An authenticated GET is sent again to the other replica (the retry rule of contract §5).
+  const again = await call(gw, { method: 'GET', target: '/api/v2/self' });
+  t.equal(again.status, 502);
+  t.equal(seen(), 3, 'the authenticated GET was tried on both replicas');
 });

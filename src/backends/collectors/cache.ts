@@ -185,6 +185,7 @@ export function createChecksumCache<B extends CollectorsBackend>(inner: B, optio
         stop: own,
         request,
         spent: (ms) => call.spent?.(ms),
+        answeredBy: (target) => call.answeredBy?.(target),
       });
       if (isFile(found)) keep(scope, type, found);
       return { found, stale: false };
@@ -206,6 +207,7 @@ export function createChecksumCache<B extends CollectorsBackend>(inner: B, optio
           stop: own,
           request,
           spent: (ms) => call.spent?.(ms),
+          answeredBy: (target) => call.answeredBy?.(target),
         });
       } catch (err) {
         if (own.aborted || resolved === undefined) throw err;

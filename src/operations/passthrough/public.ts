@@ -23,13 +23,16 @@ export interface PublicHooks {
   answered?(ctx: RequestContext, status: number): void;
 }
 
-/** The public operation forwarding to the service of `config` (its metrics labelled `passthrough`). */
+/**
+ * The public operation forwarding to the service of `config`. Its pool, targets and metrics are its
+ * own, labelled `public` (the pass-through's relay keeps `passthrough`).
+ */
 export function createPublicOperation(
   config: UpstreamConfig,
   deps: UpstreamDeps,
   hooks: PublicHooks = {},
 ): Operation {
-  const client = createUpstreamClient({ ...config, auth: { type: 'client' } }, 'passthrough', deps);
+  const client = createUpstreamClient({ ...config, auth: { type: 'client' } }, 'public', deps);
   const { answered } = hooks;
   return {
     id: 'public',
@@ -43,7 +46,7 @@ export function createPublicOperation(
         headers: publicHeaders(req, ctx.peerTrusted),
         signal: call.stop,
         meter: call,
-        once: true,
+        replayable: false,
       });
       answered?.(ctx, arrived.statusCode);
       return relay(ctx, new UpstreamAnswer(arrived.statusCode, answerOf(arrived.headers), arrived.body));
