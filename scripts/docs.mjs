@@ -5,6 +5,7 @@
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseDocument, stringify } from 'yaml';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const HEADER = (source) =>
@@ -47,8 +48,235 @@ async function errorCodes() {
   return `${lines.join('\n')}\n`;
 }
 
+/** docs/gateway.schema.json: the configuration's JSON Schema, as `gateway schema` prints it. */
+async function jsonSchema() {
+  const { configJsonSchema } = await import(path.join(ROOT, 'dist/config/json-schema.js'));
+  return `${JSON.stringify(configJsonSchema(), null, 2)}\n`;
+}
+
+const code = (value) => `\`${cell(typeof value === 'string' ? value : JSON.stringify(value))}\``;
+const refId = (ref) => ref.split('/').at(-1);
+/** A leaf's JSON Schema: its own form beside the `${env:}`/`${file:}` reference. */
+const leafOwn = (node) =>
+  Array.isArray(node.anyOf) && node.anyOf.some((v) => v.$ref === '#/$defs/reference')
+    ? node.anyOf.filter((v) => v.$ref !== '#/$defs/reference')
+    : undefined;
+
+/** What a reader writes at a key, in words: `integer 0–65535`, `duration (from 0s to 24h)`, `list of …`. */
+function typeText(node) {
+  if (node.$ref) {
+    const id = refId(node.$ref);
+    return id === 'reference' ? 'a reference' : `[\`<${id}>\`](#${id})`;
+  }
+  const own = leafOwn(node);
+  if (own) return own.map(typeText).join(' or ');
+  if (node.title === 'duration') return `duration, ${node.description}`;
+  if (node.title === 'size') return node.description ? `size, ${node.description}` : 'size';
+  if (node.const !== undefined) return code(node.const);
+  if (node.enum) return `one of ${node.enum.map(code).join(', ')}`;
+  for (const key of ['oneOf', 'anyOf']) if (node[key]) return node[key].map(typeText).join(' or ');
+  if (node.type === 'object') {
+    if (node.properties) return node.properties.type?.const ? `object, \`type: ${node.properties.type.const}\`` : 'object';
+    if (typeof node.additionalProperties === 'object') return `map of name to ${typeText(node.additionalProperties)}`;
+    return 'object';
+  }
+  if (node.type === 'array') return `list of ${typeText(node.items)}`;
+  if (node.type === 'integer' || node.type === 'number') {
+    const word = node.type === 'integer' ? 'integer' : 'number';
+    if (node.minimum !== undefined && node.maximum !== undefined) return `${word} ${node.minimum}–${node.maximum}`;
+    if (node.minimum !== undefined) return `${word} ≥ ${node.minimum}`;
+    return word;
+  }
+  if (node.type === 'string') return node.format === 'uri' ? 'URL' : 'string';
+  if (node.type === 'boolean') return 'boolean';
+  return 'any';
+}
+
+/** The rows of the keys under `node`, by key path: type(s), default, meaning. */
+function keyRows(node, at, rows, required = false) {
+  if (!node || typeof node !== 'object' || node.$ref || leafOwn(node)) return rows;
+  if (node.properties) {
+    for (const [key, child] of Object.entries(node.properties)) {
+      const where = at === '' ? key : `${at}.${key}`;
+      const row = rows.get(where) ?? { types: [], meaning: child.description, default: undefined };
+      const type = typeText(child);
+      if (!row.types.includes(type)) row.types.push(type);
+      if (child.default !== undefined) row.default = child.default;
+      else if ((node.required ?? []).includes(key)) row.required = true;
+      rows.set(where, row);
+      keyRows(child, where, rows);
+    }
+  }
+  if (node.items) keyRows(node.items, `${at}[]`, rows);
+  if (typeof node.additionalProperties === 'object') keyRows(node.additionalProperties, `${at}.*`, rows);
+  for (const key of ['oneOf', 'anyOf']) for (const variant of node[key] ?? []) keyRows(variant, at, rows, required);
+  return rows;
+}
+
+function defaultText(row) {
+  if (row.default === undefined) return row.required ? 'required' : '—';
+  if (row.default !== null && typeof row.default === 'object' && Object.keys(row.default).length === 0 && !Array.isArray(row.default))
+    return '—';
+  return code(row.default);
+}
+
+function table(rows) {
+  const lines = ['| key | type | default | meaning |', '|---|---|---|---|'];
+  for (const [key, row] of rows) {
+    lines.push(`| \`${cell(key)}\` | ${row.types.join(' or ')} | ${defaultText(row)} | ${cell(row.meaning ?? '')} |`);
+  }
+  return lines;
+}
+
+/** docs/reference/configuration.md: every key of the configuration, from its JSON Schema. */
+async function configurationReference() {
+  const { configJsonSchema } = await import(path.join(ROOT, 'dist/config/json-schema.js'));
+  const { MEANING_PATHS } = await import(path.join(ROOT, 'dist/config/meanings.js'));
+  const schema = configJsonSchema();
+  const lines = [
+    HEADER('`src/config/` (the schema the gateway validates with) and `src/config/meanings.ts`'),
+    '# Configuration reference',
+    '',
+    'Every key of the configuration file, its type, its default and what it means. How the file is',
+    'written (references, durations, sizes, relative paths, reloads): [Configuration](../configuration.md).',
+    'Editors check a file against [the JSON Schema](../gateway.schema.json) (`npx gateway schema` prints it).',
+    '',
+    'Every scalar may also be a `${env:NAME}` or `${file:PATH}` reference, read as the key’s type. A',
+    'duration is `500ms`, `30s`, `10m`, `1h` or plain seconds; a size plain bytes or `64kB`, `64KiB`,',
+    '`10MiB`, `1GiB`. A default of `—`: the key is optional, and absent means off or unset. Durations and',
+    'sizes are shown as written; `<name>` is a shape several keys take, described once below.',
+  ];
+  const all = new Map();
+  const missing = [];
+  const section = (title, node, at, intro, own) => {
+    const rows = keyRows(node, at, new Map());
+    for (const [key, row] of rows) {
+      all.set(key, row);
+      if (!row.meaning) missing.push(key);
+    }
+    if (own !== undefined) rows.delete(own); // its meaning is the section's opening
+    lines.push('', `## ${title}`, '');
+    if (intro) lines.push(intro, '');
+    lines.push(...table(rows));
+  };
+  for (const [key, child] of Object.entries(schema.properties)) {
+    const meaning = child.description ?? '';
+    const required = (schema.required ?? []).includes(key) ? ' Required.' : '';
+    section(`\`${key}\``, { properties: { [key]: child }, required: schema.required }, '', `${meaning}.${required}`, key);
+  }
+  const defs = Object.entries(schema.$defs).filter(([id]) => id !== 'reference');
+  for (const [id, def] of defs) {
+    const users = [...all].filter(([, row]) => row.types.some((t) => t.includes(`(#${id})`))).map(([k]) => `\`${k}\``);
+    const intro = `Taken by ${users.join(', ') || 'no key'}.`;
+    const same = defs.find(
+      ([other, d]) =>
+        other !== id && JSON.stringify({ ...def.properties, type: undefined }) === JSON.stringify({ ...d.properties, type: undefined }),
+    );
+    const shown = same && def.properties.type ? { ...def, properties: { type: def.properties.type } } : def;
+    section(`\`<${id}>\``, shown, `<${id}>`, same && shown !== def ? `${intro} Every other key as in [\`<${same[0]}>\`](#${same[0]}).` : intro);
+  }
+  const stale = MEANING_PATHS.filter((p) => !all.has(p));
+  problems.push(
+    ...missing.map((k) => `src/config/meanings.ts: the key ${k} has no meaning: write one`),
+    ...stale.map((k) => `src/config/meanings.ts: ${k} is no key of the configuration: remove or rename it`),
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+/** Every metric the gateway defines, with its type, labels and the label values it exports at 0. */
+async function gatewayMetrics() {
+  const load = (file) => import(path.join(ROOT, 'dist', file));
+  const { createMetrics } = await load('observability/metrics.js');
+  const { AUTH_FAILURES } = await load('auth/authenticate.js');
+  const { targetMetrics } = await load('observability/target-metrics.js');
+  const { createAuditMetrics } = await load('audit/metrics.js');
+  const { createPrimaryMetrics } = await load('observability/cluster-metrics.js');
+  const { Registry } = await import(path.join(ROOT, 'node_modules/prom-client/index.js'));
+  const metrics = createMetrics({ authFailures: AUTH_FAILURES });
+  void metrics.tls.get().notAfter; // the TLS metrics are made on first use
+  const registries = [metrics.registry];
+  for (const extra of [targetMetrics, createAuditMetrics]) {
+    const registry = new Registry();
+    extra(registry);
+    registries.push(registry);
+  }
+  const found = new Map();
+  for (const registry of registries) {
+    for (const metric of registry.getMetricsAsArray()) {
+      if (!metric.name.startsWith('gateway_') || found.has(metric.name)) continue;
+      const labels = metric.labelNames ?? (metric.label ? [metric.label] : []);
+      const zero = new Map(labels.map((l) => [l, new Set()]));
+      for (const sample of (await metric.get()).values ?? []) {
+        for (const [label, value] of Object.entries(sample.labels)) zero.get(label)?.add(String(value));
+      }
+      found.set(metric.name, { type: metric.type ?? (await metric.get()).type, help: metric.help, labels, zero });
+    }
+  }
+  // The cluster primary's own metric: read from its text.
+  const text = await createPrimaryMetrics().text([]);
+  for (const [, name, help] of text.matchAll(/^# HELP (gateway_\S+) (.*)$/gm)) {
+    if (found.has(name)) continue;
+    const type = new RegExp(`^# TYPE ${name} (\\S+)$`, 'm').exec(text)?.[1];
+    found.set(name, { type, help: `${help} (workers mode, from the primary)`, labels: [], zero: new Map() });
+  }
+  return found;
+}
+
+/** docs/reference/metrics.md: every metric of the gateway, from its definitions. */
+async function metricsReference() {
+  const found = await gatewayMetrics();
+  const lines = [
+    HEADER('the metric definitions of `src/observability/` and `src/audit/metrics.ts`'),
+    '# Metrics',
+    '',
+    '`/metrics` on the admin listener (Prometheus text). What they mean together, in workers mode and',
+    'on dashboards: [Observability](../observability.md). A label value listed in the last column is',
+    'exported at 0 from the first scrape; other series appear with their first count. Labels never carry',
+    'paths, ids or tokens. Besides these, prom-client’s default `process_*` and `nodejs_*` metrics.',
+    '',
+    '| metric | type | labels | meaning | exported at 0 |',
+    '|---|---|---|---|---|',
+  ];
+  for (const [name, m] of [...found].sort(([a], [b]) => a.localeCompare(b))) {
+    const zero = [...m.zero]
+      // The running version is no fixed list (and would differ from one machine to the next).
+      .filter(([label, values]) => values.size > 0 && !['version', 'node_version'].includes(label))
+      .map(([label, values]) => `${label}: ${[...values].map((v) => `\`${cell(v)}\``).join(', ')}`)
+      .join('; ');
+    const labels = m.labels.map((l) => `\`${l}\``).join(', ') || '—';
+    lines.push(`| \`${name}\` | ${m.type} | ${labels} | ${cell(m.help.replace(/\.?$/, '.'))} | ${zero} |`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * deploy/prometheus/rules.yaml: the PrometheusRule's `spec` (deploy/prometheus/gateway-rules.yaml, the
+ * one file to edit) as a plain rules file that `promtool check rules` and a plain Prometheus read.
+ */
+async function plainRules() {
+  const source = await readFile(path.join(ROOT, 'deploy/prometheus/gateway-rules.yaml'), 'utf8');
+  const doc = parseDocument(source);
+  const spec = doc.get('spec', true);
+  const head = [
+    '# Generated by `npm run docs:gen` from deploy/prometheus/gateway-rules.yaml (the PrometheusRule the',
+    '# manifests apply): edit that file, not this one. A plain Prometheus rules file: list it under',
+    '# `rule_files`; `promtool check rules deploy/prometheus/rules.yaml` accepts it as it is. Its rules select',
+    '# job="bh-gateway": name the scrape job so.',
+  ];
+  return `${head.join('\n')}\n${stringify(spec, { lineWidth: 0 })}`;
+}
+
 /** Every generated file: its path from the repository's root, and how its text is made. */
-const FILES = [['docs/reference/error-codes.md', errorCodes]];
+const FILES = [
+  ['docs/reference/error-codes.md', errorCodes],
+  ['docs/gateway.schema.json', jsonSchema],
+  ['docs/reference/configuration.md', configurationReference],
+  ['docs/reference/metrics.md', metricsReference],
+  ['deploy/prometheus/rules.yaml', plainRules],
+];
+
+/** Problems that no regeneration mends (a key without a meaning): they fail both modes. */
+const problems = [];
 
 const check = process.argv.includes('--check');
 const stale = [];
@@ -67,4 +295,5 @@ for (const [file, render] of FILES) {
 }
 for (const file of stale)
   console.error(`${file} is not what \`npm run docs:gen\` writes: run it and commit the result`);
-process.exitCode = stale.length === 0 ? 0 : 1;
+for (const problem of problems) console.error(problem);
+process.exitCode = stale.length === 0 && problems.length === 0 ? 0 : 1;

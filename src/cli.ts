@@ -2,8 +2,9 @@
 /**
  * The `gateway` command: `gateway --config FILE` starts the gateway, `gateway check-config FILE
  * [--resolve]` validates a configuration, `gateway sign ...` prints signed-request headers,
- * `gateway verify ...` explains a signed request's signature, `gateway migrate` and `gateway import`
- * prepare and fill the PostgreSQL store, `gateway tokens ...` manages the token store, `gateway
+ * `gateway verify ...` explains a signed request's signature, `gateway jwt ...` mints an HS256 token
+ * for a configuration, `gateway schema` prints the configuration's JSON Schema, `gateway migrate` and
+ * `gateway import` prepare and fill the PostgreSQL store, `gateway tokens ...` manages the token store, `gateway
  * audit ...` verifies and lists the audit trail.
  */
 import { parseArgs } from 'node:util';
@@ -14,6 +15,9 @@ import { parseArgs } from 'node:util';
 const USAGE = `usage:
   gateway --config FILE                      start the gateway
   gateway check-config FILE [--resolve]      validate a configuration (exit 0 or 1)
+  gateway schema                             print the configuration's JSON Schema
+  gateway jwt --config FILE [--subject S] [--permissions P,...] [--expires-in 1h]
+                                             print an HS256 bearer token the configuration accepts
   gateway sign --token-id ID --method M --uri PATH[?QUERY] [...]   print signed-request headers
   gateway verify --token-id ID --method M --uri U --date D --signature S [--body FILE]
                                              replay a captured request's signature step by step
@@ -41,6 +45,23 @@ async function main(argv: string[]): Promise<number> {
     });
   }
   if (command === 'check-config') return checkConfig(argv.slice(1));
+  if (command === 'schema') {
+    if (argv.length > 1) {
+      process.stderr.write(`gateway schema: takes no arguments\n${USAGE}`);
+      return 2;
+    }
+    const { configJsonSchema } = await import('./config/json-schema.js');
+    process.stdout.write(`${JSON.stringify(configJsonSchema(), null, 2)}\n`);
+    return 0;
+  }
+  if (command === 'jwt') {
+    const { runJwt } = await import('./cli/jwt.js');
+    return runJwt(argv.slice(1), {
+      stdout: (s) => process.stdout.write(s),
+      stderr: (s) => process.stderr.write(s),
+      env: process.env,
+    });
+  }
   if (command === 'tokens') {
     const { runTokens } = await import('./cli/tokens.js');
     return runTokens(argv.slice(1), {

@@ -37,6 +37,10 @@ export interface BackendType<Config extends { type: string }, Backend> {
 export const localBackendShape = z.strictObject({ type: z.literal('local'), path: str(1) });
 export type LocalConfig = z.output<typeof localBackendShape>;
 
+/** `{type: local, path, seed}`: a store file the gateway writes, made from `seed` when absent. */
+export const seededLocalShape = localBackendShape.extend({ seed: str(1).optional() });
+export type SeededLocalConfig = z.output<typeof seededLocalShape>;
+
 /** Every backend can say whether it serves and be closed. */
 export interface Closable {
   /** False while the backend cannot serve (an upstream or a database unreachable); absent: always ready. */

@@ -16,12 +16,37 @@ export class ConfigReference {
   ) {}
 }
 
+/** What the JSON Schema of the configuration says of a leaf: its inner schema, or how it is written. */
+export interface LeafForm {
+  readonly inner: z.ZodType;
+  /** The written form of a leaf whose inner schema converts (a duration, a size), as JSON Schema. */
+  readonly written?: Readonly<Record<string, unknown>>;
+}
+
+/** Each leaf's form, by its transform: what `.refine()` or `.describe()` copies of the leaf share. */
+const LEAVES = new WeakMap<object, LeafForm>();
+
+const transformOf = (schema: z.ZodType): object | undefined => {
+  const def = (schema as unknown as { _zod: { def: { type: string; out?: object } } })._zod.def;
+  return def.type === 'pipe' ? def.out : undefined;
+};
+
+/** The form of `schema` when it is a leaf made by `leaf()`; undefined otherwise. */
+export function leafForm(schema: z.ZodType): LeafForm | undefined {
+  const transform = transformOf(schema);
+  return transform === undefined ? undefined : LEAVES.get(transform);
+}
+
 /**
  * A scalar leaf that may also be given by reference: the reference's text is converted by `fromText`
  * and then checked by `inner`, so `port: ${env:PORT}` is a number. An unresolved reference passes.
  */
-export function leaf<T>(inner: z.ZodType<T>, fromText: (text: string) => unknown = (t) => t): z.ZodType<T> {
-  return z.unknown().transform((value, ctx) => {
+export function leaf<T>(
+  inner: z.ZodType<T>,
+  fromText: (text: string) => unknown = (t) => t,
+  written?: Record<string, unknown>,
+): z.ZodType<T> {
+  const schema = z.unknown().transform((value, ctx) => {
     if (value instanceof ConfigReference && value.text === undefined) return value as unknown as T;
     const input = value instanceof ConfigReference ? fromText(value.text as string) : value;
     const result = inner.safeParse(input);
@@ -36,6 +61,8 @@ export function leaf<T>(inner: z.ZodType<T>, fromText: (text: string) => unknown
     }
     return z.NEVER;
   }) as unknown as z.ZodType<T>;
+  LEAVES.set(transformOf(schema) as object, { inner, written });
+  return schema;
 }
 
 /** `message` with every appearance of `secret` replaced by the name of the reference it came from. */
@@ -74,10 +101,19 @@ export const duration = (max = 24 * 3_600_000, min = 0) =>
       }
       return ms;
     }),
+    undefined,
+    {
+      title: 'duration',
+      description: `from ${shownDuration(min)} to ${shownDuration(max)}`,
+      anyOf: [
+        { type: 'string', pattern: '^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$' },
+        { type: 'number', minimum: 0 },
+      ],
+    },
   );
 
 /** `ms` as an operator would write it: `0s`, `10ms`, `1s`, `5m`, `24h`. */
-function shownDuration(ms: number): string {
+export function shownDuration(ms: number): string {
   for (const [unit, size] of [
     ['h', 3_600_000],
     ['m', 60_000],
@@ -102,6 +138,15 @@ export const size = (min = 1) =>
       }
       return bytes;
     }),
+    undefined,
+    {
+      title: 'size',
+      description: min > 1 ? `at least ${min} bytes` : undefined,
+      anyOf: [
+        { type: 'string', pattern: '^\\s*\\d+\\s*(B|kB|KB|KiB|MB|MiB|GB|GiB)?\\s*$' },
+        { type: 'integer', minimum: min },
+      ],
+    },
   );
 
 /** The URL `u`, or undefined when it does not parse (zod's own check has said why). */

@@ -99,7 +99,9 @@ export function parseConfig(text: string, baseDir: string, options: LoadOptions 
   }
   const config = result.data;
   for (const backend of Object.values(config.backends)) {
-    if (backend.type === 'local') backend.path = path.resolve(baseDir, backend.path);
+    if (backend.type !== 'local') continue;
+    backend.path = path.resolve(baseDir, backend.path);
+    if ('seed' in backend && backend.seed !== undefined) backend.seed = path.resolve(baseDir, backend.seed);
   }
   resolveTlsPaths(config as unknown as Record<string, unknown>, baseDir);
   return deepFreeze(config);

@@ -210,6 +210,25 @@ const schema = z
 
 export const configSchema = schema;
 
+/**
+ * The shapes the configuration's JSON Schema names once (in `$defs`) instead of repeating them at
+ * every key that takes them: the backend types (each shared by the operations it serves) and the upstream.
+ */
+export const namedShapes = z.registry<{ id: string }>();
+const ids = new Set<string>();
+for (const [operation, types] of Object.entries(BACKEND_TYPES) as Array<
+  [string, Record<string, { config: z.ZodType }>]
+>) {
+  for (const [type, { config }] of Object.entries(types)) {
+    if (namedShapes.has(config)) continue;
+    // A type whose shape differs for one operation (a local store the gateway writes) is named for it.
+    const id = ids.has(`${type}_backend`) ? `${type}_backend_of_${operation}` : `${type}_backend`;
+    ids.add(id);
+    namedShapes.add(config, { id });
+  }
+}
+namedShapes.add(passthroughShape, { id: 'upstream' });
+
 /** The validated configuration: durations in milliseconds, sizes in bytes, paths absolute. */
 export type Config = z.output<typeof schema>;
 export type TokenConfig = Config['auth']['signature']['tokens'][number];

@@ -106,9 +106,12 @@ export function dashboardExpressions(): Expression[] {
 /** The gateway configuration that kustomization.yaml's configMapGenerator turns into the ConfigMap. */
 export const CONFIG_FILE = path.join(K8S, 'gateway.yaml');
 
-/** The YAML files of deploy/ that hold Kubernetes objects (not the generator's gateway.yaml). */
+/** The plain Prometheus rules file generated from the PrometheusRule (no Kubernetes object). */
+export const PLAIN_RULES = path.join(DEPLOY, 'prometheus', 'rules.yaml');
+
+/** The YAML files of deploy/ that hold Kubernetes objects (not the generator's gateway.yaml, not plain rules). */
 export function objectFiles(dir: string): string[] {
-  return filesUnder(dir, /\.ya?ml$/).filter((f) => f !== CONFIG_FILE);
+  return filesUnder(dir, /\.ya?ml$/).filter((f) => f !== CONFIG_FILE && f !== PLAIN_RULES);
 }
 
 /** The manifests of deploy/kubernetes by kind (and name where a kind repeats). */

@@ -8,8 +8,9 @@ import { open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Metrics } from '../../observability/metrics.js';
-import { type BackendType, type LocalConfig, localBackendShape } from '../backend-type.js';
+import { type BackendType, type SeededLocalConfig, seededLocalShape } from '../backend-type.js';
 import { FileLocks } from '../file-locks.js';
+import { seedFile } from '../seed.js';
 import type { SsoProvider, SsoProviderPatch, SsoProviderUpdate, SsoProvidersStore } from './backend.js';
 import { changesOf } from './patch.js';
 
@@ -67,10 +68,13 @@ type StoredProvider = Store['providers'][number];
 /** What identifies one version of the file on disk. */
 const versionOf = (s: { ino: number; size: number; mtimeMs: number }) => `${s.ino}:${s.size}:${s.mtimeMs}`;
 
-/** `{type: local, path: <file.json>}` for the SSO providers. */
-export const localSsoProviders: BackendType<LocalConfig, SsoProvidersStore> = {
-  config: localBackendShape,
-  open: (config, deps) => createLocalSsoProviders(config.path, deps),
+/** `{type: local, path: <file.json>, seed: <sample.json>}` for the SSO providers. */
+export const localSsoProviders: BackendType<SeededLocalConfig, SsoProvidersStore> = {
+  config: seededLocalShape,
+  async open(config, deps) {
+    if (config.seed !== undefined) await seedFile(config.seed, config.path);
+    return createLocalSsoProviders(config.path, deps);
+  },
 };
 
 /**
