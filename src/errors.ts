@@ -98,6 +98,8 @@ export const errors = {
   /** No route for the path (`path`), or no resource for a path parameter (`path:<param>`). */
   notFound: (context = 'path') =>
     make(context === 'path' ? 'GW_ROUTE_NOT_FOUND' : 'GW_RESOURCE_NOT_FOUND', context),
+  /** An operator route with `auth: deny`: as if the path did not exist. */
+  routeDenied: () => make('GW_ROUTE_DENIED', 'path'),
   methodNotAllowed: (allow: string) =>
     make('GW_METHOD_NOT_ALLOWED', 'method', [], { headers: { Allow: allow } }),
   expectationFailed: () => make('GW_EXPECT_UNSUPPORTED', 'header:Expect'),
@@ -179,6 +181,12 @@ export const errors = {
         reason: 'rate_limited',
       },
     ),
+  /** A front-door route's own limit (contract §11): `Retry-After` only, no `RateLimit*` header. */
+  routeRateLimited: (retryAfter: number) =>
+    make('GW_ROUTE_RATE_LIMITED', 'rate_limit', [], {
+      headers: { 'Retry-After': String(retryAfter) },
+      reason: 'rate_limited',
+    }),
   rateLimitStoreUnavailable: () =>
     make('GW_RATE_LIMIT_STORE_UNAVAILABLE', 'rate_limit', [], { reason: 'rate_limit_store' }),
 

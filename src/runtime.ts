@@ -24,10 +24,12 @@ import type { Metrics } from './observability/metrics.js';
 import type { Tracing } from './observability/tracing/tracing.js';
 import { createAssetGroupTagMember } from './operations/asset-group-tag-member.js';
 import { createCollectorChecksum } from './operations/collector-checksum.js';
-import { createPassthroughOperation } from './operations/passthrough/index.js';
+import { createPassthroughOperation, createPublicOperation } from './operations/passthrough/index.js';
 import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
 import { createPipeline } from './pipeline.js';
-import { createRateLimits, type RateLimitCounts } from './ratelimit/index.js';
+import { createRateLimits, type RateLimitCounts, routeLimitsInMemory } from './ratelimit/index.js';
+import { BodyReader } from './auth/verified-body.js';
+import { createRouteTable } from './http/route-table.js';
 import { openTokens, type Tokens } from './tokens/index.js';
 
 /** What one configuration builds; replaced whole on reload. */
@@ -92,12 +94,21 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
     ...(tracing && { tracing }),
     ...(instance.clientTrust && { clientTrust: instance.clientTrust }),
   });
-  const passthrough =
-    config.passthrough &&
-    createPassthroughOperation(config.passthrough, { metrics, logger, ...(tracing && { tracing }) });
   const limits =
     config.rate_limits &&
     (await createRateLimits(config.rate_limits, { logger, metrics, counts: instance.rateLimitCounts }));
+  const byAddress = limits?.stages.unauthenticated;
+  const upstreamDeps = { metrics, logger, ...(tracing && { tracing }) };
+  const passthrough = config.passthrough && createPassthroughOperation(config.passthrough, upstreamDeps);
+  const open =
+    config.passthrough &&
+    createPublicOperation(config.passthrough, upstreamDeps, {
+      // A password guesser is stopped at the edge: the service's 401 on `login` is a failed
+      // authentication of the address (contract §11).
+      answered(ctx, status) {
+        if (status === 401 && ctx.route?.name === 'login') byAddress?.record(ctx);
+      },
+    });
   const pipeline = createPipeline({
     ...(limits && { rateLimits: limits.stages }),
     prefer: config.prefer,
@@ -111,8 +122,18 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
         logger,
       }),
       GetAssetGroupTagMember: createAssetGroupTagMember({ backend: backends.assetGroupTags }),
-      ...(passthrough && { passthrough }),
     },
+    ...(passthrough &&
+      open &&
+      config.passthrough && {
+        frontDoor: {
+          table: createRouteTable(config.routes ?? [], config.passthrough.max_body),
+          passthrough,
+          public: open,
+          limits: limits?.routes ?? routeLimitsInMemory({ metrics, counts: instance.rateLimitCounts }),
+          body: new BodyReader(config.server, tmpDir),
+        },
+      }),
   });
   /** What must be ready besides the key sources (whose own rule says which provider is required). */
   const stores = (): Record<string, Check> => ({
@@ -140,7 +161,13 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
     keySources: () => authenticate.sources(),
     async close() {
       authenticate.close();
-      await Promise.allSettled([backends.close(), tokens.close(), passthrough?.close?.(), limits?.close()]);
+      await Promise.allSettled([
+        backends.close(),
+        tokens.close(),
+        passthrough?.close?.(),
+        open?.close?.(),
+        limits?.close(),
+      ]);
     },
   };
 }

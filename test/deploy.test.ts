@@ -81,6 +81,7 @@ t.test('every metric named by the alert rules and the dashboard is exported', as
     'gateway_jwt_verifications_total',
     'gateway_config_reloads_total',
     'gateway_ready',
+    'gateway_route_requests_total',
   ]) {
     t.ok(inRules.has(m), `an alert watches ${m}`);
   }
@@ -105,6 +106,7 @@ t.test('every metric named by the alert rules and the dashboard is exported', as
     'gateway_config_reloads_total',
     'gateway_config_last_reload_success_timestamp_seconds',
     'gateway_ready',
+    'gateway_route_requests_total',
   ]) {
     t.ok(inDashboard.has(m), `the dashboard shows ${m}`);
   }

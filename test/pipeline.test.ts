@@ -1,5 +1,5 @@
 /**
- * The pipeline as data: each operation runs its own list of stages, so an operation that needs no
+ * The pipeline as data: each route runs its own list of stages, so a route that needs no
  * credentials (a public route of contract §11) is configuration, not a special case. The real
  * authenticate stage, handler and HTTP server; the operations answer who they were asked by.
  */
@@ -8,6 +8,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { createAuthenticate } from '../src/auth/authenticate.js';
+import { BodyReader } from '../src/auth/verified-body.js';
+import { createRouteTable } from '../src/http/route-table.js';
 import { parseConfig } from '../src/config/load.js';
 import { createClientAddressing } from '../src/http/client-address.js';
 import { DeadlineClock } from '../src/http/deadline-clock.js';
@@ -29,8 +31,8 @@ function answering(id: Operation['id'], isPublic: boolean): Operation {
   };
 }
 
-/** The real handler on port 0 over a pipeline whose pass-through is public or not. */
-async function serve(t: Test, publicPassthrough: boolean): Promise<string> {
+/** The real handler on port 0 over a front door whose route `/api/v2/version-of-anything` is public or not. */
+async function serve(t: Test, publicRoute: boolean): Promise<string> {
   const config = parseConfig(
     `auth: { jwt: { hs256_secret: "${JWT_SECRET}" } }
 backends:
@@ -54,7 +56,16 @@ backends:
       GetCollectorChecksum: answering('GetCollectorChecksum', false),
       UpdateSSOProvider: answering('UpdateSSOProvider', false),
       GetAssetGroupTagMember: answering('GetAssetGroupTagMember', false),
-      passthrough: answering('passthrough', publicPassthrough),
+    },
+    frontDoor: {
+      table: createRouteTable(
+        [{ name: 'anything', path: '/api/v2/version-of-anything', auth: publicRoute ? 'none' : 'required' }],
+        1024,
+      ),
+      passthrough: answering('passthrough', false),
+      public: answering('public', true),
+      limits: { stageOf: () => undefined },
+      body: new BodyReader(config.server, t.testdir()),
     },
   });
   const addressing = createClientAddressing(config.server);

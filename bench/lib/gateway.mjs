@@ -41,7 +41,7 @@ export function checksumFile(dir) {
  * them: its `targets`) moves asset_group_tags there; `workers` > 1 moves sso_providers there too (a local store needs one process);
  * `rateLimit` turns a default rate-limit policy on.
  */
-export function writeConfig(dir, name, creds, { upstream, workers = 1, rateLimit = false } = {}) {
+export function writeConfig(dir, name, creds, { upstream, workers = 1, rateLimit = false, passthrough } = {}) {
   const viaUpstream = () => ({
     type: 'upstream',
     ...(Array.isArray(upstream) ? { targets: upstream } : { url: upstream }),
@@ -64,6 +64,13 @@ export function writeConfig(dir, name, creds, { upstream, workers = 1, rateLimit
       asset_group_tags: upstream ? viaUpstream() : { type: 'local', path: 'asset-group-tags.json' },
     },
     // A default policy in the memory store, high enough that the load is never refused.
+    // The front door (issue 28): pass-through to the stub, signing as the gateway on authenticated routes.
+    ...(passthrough && {
+      passthrough: {
+        url: passthrough,
+        auth: { type: 'signature', token_id: creds.upstreamTokenId, token_key: creds.upstreamTokenKey },
+      },
+    }),
     ...(rateLimit && { rate_limits: { policies: [{ name: 'default', limit: 10_000, window: '1s' }] } }),
   };
   const file = join(dir, `${name}.yaml`);

@@ -13,6 +13,8 @@ import { startChild } from './processes.mjs';
 const TARGETS = new URL('../targets/', import.meta.url).pathname;
 export const MEMBER = '/api/v2/asset-group-tags/1/members/101';
 export const CHECKSUM = '/api/v2/collectors/sharphound/v2.10.0/checksum';
+/** A public route of the front door (issue 28): forwarded without authentication. */
+export const PUBLIC = '/api/v2/spec';
 
 function node(dir, name, script, args) {
   return startChild(name, process.execPath, [join(TARGETS, script), ...args], { dir }).then((entry) => ({
@@ -72,6 +74,7 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
     localJwt,
     upstreamJwt,
     threeTargets,
+    frontDoor,
   ] = await Promise.all([
     node(dir, 'bare', 'bare.mjs', [memberFile, first.headers.get('content-type') ?? 'application/json']),
     node(dir, 'undici-proxy', 'undici-proxy.mjs', [stub.url]),
@@ -99,6 +102,7 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
     startGateway(dir, 'gateway-local-jwt', localConfig),
     startGateway(dir, 'gateway-upstream-jwt', upstreamConfig),
     startGateway(dir, 'gateway-targets', targetsConfig),
+    startGateway(dir, 'gateway-public', writeConfig(data, 'gateway-public', creds, { passthrough: stub.url })),
   ]);
 
   const jwt = bearerHeaders(await jwtFor(creds));
@@ -159,6 +163,13 @@ export async function startTargets(dir, data, creds, progress, workerCount = 2) 
       proc: threeTargets,
       path: MEMBER,
       headers: signed(MEMBER),
+      expect: member,
+    },
+    {
+      name: 'gateway public pass-through (front door, no credentials)',
+      role: 'gw-public',
+      proc: frontDoor,
+      path: PUBLIC,
       expect: member,
     },
     workers

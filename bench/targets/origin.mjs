@@ -5,7 +5,7 @@
  *   node bench/targets/origin.mjs <member-body-file> <member-content-type> <checksum-file>
  *
  * A member path answers the member JSON (the gateway's own local answer, fetched once by the
- * bench); a checksum path answers the checksum file as the reference service does; an SSO provider
+ * bench), and so does the API description (`GET /api/v2/spec`, a public route of the front door); a checksum path answers the checksum file as the reference service does; an SSO provider
  * PATCH is drained and answered 200 (the workers mode points its sso_providers backend here).
  * Every answer carries a `RequestID`, as the reference service's do. Logs one JSON line
  * `{"msg":"listening","port":N}` on stdout once it listens (port 0: a free one).
@@ -24,6 +24,7 @@ const notFound = Buffer.from('{"errors":[{"context":"","message":"resource not f
 
 const MEMBER = /^\/api\/v2\/asset-group-tags\/\d+\/members\/\d+(?:\?|$)/;
 const CHECKSUM = /^\/api\/v2\/collectors\/[^/]+\/[^/]+\/checksum(?:\?|$)/;
+const PUBLIC = '/api/v2/spec';
 
 function send(res, status, type, body, extra) {
   res.writeHead(status, {
@@ -41,7 +42,7 @@ const server = createServer((req, res) => {
     req.on('end', () => send(res, 200, 'application/json', Buffer.from('{"data":{}}')));
     return;
   }
-  if (MEMBER.test(req.url)) return send(res, 200, memberType, member);
+  if (MEMBER.test(req.url) || req.url === PUBLIC) return send(res, 200, memberType, member);
   if (CHECKSUM.test(req.url)) {
     return send(res, 200, 'application/octet-stream', checksum, {
       'Content-Disposition': `attachment; filename="${checksumName}"`,

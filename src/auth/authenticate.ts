@@ -14,7 +14,7 @@ import { credentialsOf } from './credentials.js';
 import type { KeySourceInfo } from './jwt.js';
 import { SCHEMES } from './schemes/index.js';
 import { type Claim, NOT_MINE, type OpenScheme, type SchemeDeps } from './schemes/scheme.js';
-import { BodyReader, hold } from './verified-body.js';
+import { BodyReader, bodyLimit, hold } from './verified-body.js';
 
 /** What the stage needs: the schemes' (`schemes/scheme.ts`), and where bodies spool. */
 export type AuthenticateDeps = Omit<SchemeDeps, 'now' | 'body'> & {
@@ -89,7 +89,7 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
   };
 
   const stage = (ctx: RequestContext): void | Promise<void> => {
-    checkDeclaredLength(ctx.req, server.max_body_size);
+    checkDeclaredLength(ctx.req, bodyLimit(ctx, server));
     const credentials = credentialsOf(ctx.req);
     if (credentials === undefined) return refuse(ctx, undefined, errors.authTwoComponents());
     for (const a of asked) {

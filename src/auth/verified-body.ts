@@ -34,7 +34,7 @@ export class BodyReader {
     if (ctx.req.headers.expect?.toLowerCase() === '100-continue') ctx.res.writeContinue();
     const server = this.#server;
     return {
-      limit: server.max_body_size,
+      limit: bodyLimit(ctx, server),
       memoryThreshold: server.body_memory_threshold,
       tmpDir: this.#tmpDir,
       idleTimeout: server.body_idle_timeout,
@@ -56,4 +56,9 @@ export function hold(ctx: RequestContext, body: HeldBody): void | Promise<void> 
   return disposed.then(() => {
     throw errors.bodyAborted();
   });
+}
+
+/** The body limit of `ctx`'s request: its front-door route's (`max_body`), else `server.max_body_size`. */
+export function bodyLimit(ctx: RequestContext, server: Config['server']): number {
+  return ctx.route?.rule?.maxBody ?? server.max_body_size;
 }

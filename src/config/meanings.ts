@@ -154,7 +154,25 @@ const MEANINGS: Readonly<Record<string, string>> = {
   'backends.sso_providers': 'the SSO providers: `local`, `upstream` or `postgres`',
   'backends.asset_group_tags': 'the asset group tags: `local`, `upstream` or `postgres`',
   passthrough:
-    'every other authenticated `/api/v2` request of an identity holding `passthrough` is forwarded to this service',
+    'every other authenticated `/api/v2` request of an identity holding `passthrough` is forwarded to this service; with it the gateway is the service’s front door (docs/front-door.md)',
+  routes:
+    'the operator’s entries of the front door’s route table, checked in order before the service’s own routes; needs `passthrough` (docs/front-door.md)',
+  'routes[].name':
+    'the route’s name in the log line and metrics (`[a-z0-9_-]{1,64}`, unique); a built-in route’s name (`login`, `sso`, `spec`, `ui`, `version`, `upload`, `passthrough`) replaces it',
+  'routes[].path':
+    'exactly this path, decoded once as requests are; not with `prefix`; never one of the three operations',
+  'routes[].prefix':
+    'every path that starts with it; ends in `/` (`/ui/` covers `/ui/x`, not `/ui`); not with `path`',
+  'routes[].methods': 'the methods it covers, in capitals; none listed: every method',
+  'routes[].auth':
+    '`required` (authenticated, then `permission`), `none` (public: no credentials, none of the gateway’s added) or `deny` (404, nothing forwarded)',
+  'routes[].permission': 'with `auth: required`: the permission needed; none given: any verified identity',
+  'routes[].rate_limit':
+    'the route’s own limit, per client address (`auth: none`) or per verified identity (`auth: required`); past it: 429 with `Retry-After`',
+  'routes[].rate_limit.limit': 'requests admitted …',
+  'routes[].rate_limit.window': '… in any interval of this length (whole seconds)',
+  'routes[].max_body': 'this route’s body limit instead of `server.max_body_size`',
+  'routes[].max_wait': 'this route’s `Prefer` ceiling in seconds instead of `prefer.max_wait`',
   rate_limits:
     'requests per verified identity and failed authentications per address (docs/rate-limits.md); absent: off',
   'rate_limits.store': 'where the counts live: `memory` (this process) or `redis` (shared)',
@@ -241,6 +259,8 @@ const MEANINGS: Readonly<Record<string, string>> = {
   '<upstream>.connect_timeout': 'TCP and TLS connect; past it: 502',
   '<upstream>.headers_timeout': 'wait for the answer’s headers; past it: 504 `upstream service timed out`',
   '<upstream>.body_timeout': 'longest pause inside the answer’s body',
+  '<upstream>.max_body':
+    'pass-through only: the body limit of the front door’s `upload` route (`POST /api/v2/file-upload/<id>`, collector uploads)',
   '<upstream>.connections': 'keep-alive connections per upstream, per process',
   '<upstream>.max_response_size': 'largest checksum answer read (502 past it)',
   '<upstream>.tls': 'for an `https://` service (`check-config` warns on an `http://` one)',

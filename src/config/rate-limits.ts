@@ -16,13 +16,14 @@ export const LIMITED_OPERATIONS = [
 ] as const;
 
 /** A window: whole seconds, from 1 s to 24 h (milliseconds once parsed). */
-const window = () =>
+export const windowSchema = () =>
   duration(24 * 3_600_000, 1000).refine(
     (ms) => typeof ms !== 'number' || ms % 1000 === 0,
     'must be whole seconds (e.g. 1s, 60s, 1h)',
   );
 
-const limit = () => int(1, 10_000);
+/** A limit: 1 to 10,000 requests. */
+export const limitSchema = () => int(1, 10_000);
 
 const policy = z.strictObject({
   name: leaf(
@@ -34,8 +35,8 @@ const policy = z.strictObject({
         '"unauthenticated" is reserved for rate_limits.unauthenticated',
       ),
   ),
-  limit: limit(),
-  window: window(),
+  limit: limitSchema(),
+  window: windowSchema(),
   /** The operations the policy counts; none listed: every operation, pass-through included. */
   operations: z.array(leaf(z.enum(LIMITED_OPERATIONS))).optional(),
 });
@@ -54,7 +55,7 @@ export const rateLimitsSchema = z
       })
       .default({ type: 'memory', max_keys: 100_000 }),
     policies: z.array(policy).default([]),
-    unauthenticated: z.strictObject({ limit: limit(), window: window() }).optional(),
+    unauthenticated: z.strictObject({ limit: limitSchema(), window: windowSchema() }).optional(),
   })
   .superRefine((c, ctx) => {
     const seen = new Map<string, number>();

@@ -12,6 +12,7 @@ import { jwtSchema } from './jwt-schema.js';
 import { asNumber, bool, duration, int, leaf, size, str, uuid } from './leaves.js';
 import { permission } from './permissions.js';
 import { rateLimitsSchema } from './rate-limits.js';
+import { checkRoutes, routesSchema } from './routes.js';
 import { tokenStoreSchema } from './token-store.js';
 import { tracingSchema } from './tracing.js';
 
@@ -149,6 +150,8 @@ const schema = z
     }),
     /** Every other authenticated /api/v2 request, forwarded to the service (contract §5). */
     passthrough: passthroughShape.optional(),
+    /** The operator's entries of the front door's route table (contract §11), before the service's own. */
+    routes: routesSchema.optional(),
     /** Requests per verified identity and failed authentications per address (contract §7). */
     rate_limits: rateLimitsSchema.optional(),
     /** OpenTelemetry tracing (contract §10); off when absent. */
@@ -194,6 +197,7 @@ const schema = z
         message: 'must be 1 while backends.sso_providers is "local" (one process owns that file)',
       });
     }
+    checkRoutes(c, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
     if (c.server.workers !== 1 && c.rate_limits?.store.type === 'memory') {
       ctx.addIssue({
         code: 'custom',

@@ -43,8 +43,15 @@ const upstreamFields = {
 export const upstreamBackendShape = withTargetChecks(
   z.strictObject({ type: z.literal('upstream'), ...upstreamFields }),
 );
-/** `passthrough: {...}`: every other authenticated `/api/v2` request goes to this service. */
-export const passthroughShape = withTargetChecks(z.strictObject(upstreamFields));
+/**
+ * `passthrough: {...}`: every other authenticated `/api/v2` request goes to this service, and the
+ * front door's routes (contract §11); `max_body` is the body limit of the `upload` route.
+ */
+export const passthroughShape = withTargetChecks(
+  z.strictObject({ ...upstreamFields, max_body: size().default(1024 ** 3) }),
+);
 
-export type UpstreamConfig = z.output<typeof passthroughShape>;
+/** An upstream service's keys (a backend's without its `type`, pass-through's without `max_body`). */
+export type UpstreamConfig = z.output<z.ZodObject<typeof upstreamFields>>;
+export type PassthroughConfig = z.output<typeof passthroughShape>;
 export type UpstreamAuthConfig = z.output<typeof upstreamAuth>;

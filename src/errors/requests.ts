@@ -51,6 +51,13 @@ export const REQUEST = {
     reason: 'No operation (nor pass-through) serves this path.',
     action: 'Check the path against the API; paths are case-sensitive.',
   },
+  GW_ROUTE_DENIED: {
+    status: 404,
+    message: 'resource not found',
+    reason: 'An operator route with `auth: deny` hides this path (contract §11); nothing is forwarded.',
+    action:
+      'Operator: remove or narrow the `routes` entry (the log line names it as `route`) if the path should be served.',
+  },
   GW_METHOD_NOT_ALLOWED: {
     status: 405,
     message: 'method not allowed',
@@ -133,6 +140,13 @@ export const RATE_LIMIT = {
     reason:
       'The client address failed authentication `rate_limits.unauthenticated.limit` times within its window (`rate_limit_policy`: `unauthenticated`).',
     action: 'Fix the credentials (see the earlier refusals in the log), then wait `Retry-After` seconds.',
+  },
+  GW_ROUTE_RATE_LIMITED: {
+    status: 429,
+    message: 'rate limit exceeded',
+    reason:
+      "A front-door route's own `rate_limit` (the built-in `login` limit: 1 a second per client address) refused the request (`rate_limit_policy`: `route:<name>`).",
+    action: 'Wait the `Retry-After` seconds before trying again.',
   },
   GW_RATE_LIMIT_STORE_UNAVAILABLE: {
     status: 503,

@@ -8,7 +8,7 @@ import type { Identity } from './identity.js';
 import type { RequestTrace } from '../observability/tracing/tracing.js';
 import type { HeldBody } from './body.js';
 import type { Deadline } from './deadline.js';
-import type { Route } from './router.js';
+import type { Route } from './route.js';
 
 export interface RequestContext {
   readonly req: IncomingMessage;
@@ -40,7 +40,10 @@ export interface RequestContext {
   deadline?: Deadline;
   /** Written by the authenticate stage. */
   identity?: Identity;
-  /** Written by the authenticate stage: the body, read under the limit and verified. */
+  /**
+   * Written by the authenticate stage (the body, read under the limit and verified), or on a public
+   * route of the front door by its body stage.
+   */
   body?: HeldBody;
   /** Written by the handler when tracing is on: the request's server span. */
   trace?: RequestTrace;
@@ -58,6 +61,8 @@ export class RequestLine {
   [field: string]: unknown;
   request_id: string | undefined = undefined;
   operation: string | undefined = undefined;
+  /** The route's name (contract §11): an operation's id, or a front-door route's name. */
+  route: string | undefined = undefined;
   method: string | undefined = undefined;
   path: string | undefined = undefined;
   status: number | undefined = undefined;

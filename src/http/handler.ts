@@ -12,13 +12,13 @@ import { performance } from 'node:perf_hooks';
 import { errors } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import { requestRecorder } from '../observability/request-recorder.js';
+import { requestRecorder, routeRecorder } from '../observability/request-recorder.js';
 import type { Tracing } from '../observability/tracing/tracing.js';
 import type { ClientAddressing } from './client-address.js';
 import { Context, type RequestContext } from './context.js';
 import { toGatewayError, writeError } from './envelope.js';
 import { RequestIds } from './request-id.js';
-import type { Route } from './router.js';
+import type { Route } from './route.js';
 import type { Pipeline, Stage, Stages } from './stage.js';
 
 /** Milliseconds between the two interim answers that tell a gone client from a half-closed one. */
@@ -89,6 +89,7 @@ export function createHandler(parts: HandlerParts): RequestHandler {
    */
   const lines = parts.logger.child({}, { redact: { paths: [] } });
   const recorder = requestRecorder(parts.metrics);
+  const routes = routeRecorder(parts.metrics.routeRequests);
   const ids = new RequestIds();
   const { inFlight, clientAborts, deadlineExceeded } = parts.metrics;
   const { tracing } = parts;
@@ -104,7 +105,8 @@ export function createHandler(parts: HandlerParts): RequestHandler {
   const finish = (ctx: RequestContext, ended: () => void): void => {
     const { req, res, deadline } = ctx;
     inFlight.count--;
-    const operation = ctx.route?.operation ?? 'unmatched';
+    const route = ctx.route;
+    const operation = route?.operation ?? 'unmatched';
     // Closed before its answer was finished: the client is gone, and so is any backend call for it.
     const gone = !res.writableFinished;
     if (gone) {
@@ -116,11 +118,13 @@ export function createHandler(parts: HandlerParts): RequestHandler {
     const seconds = (performance.now() - ctx.startedAt) / 1000;
     const method = METHODS.has(req.method as string) ? (req.method as string) : 'OTHER';
     recorder.record(operation, method, status, seconds);
+    if (route !== undefined) routes.record(route.name, status);
     // An upstream's own 504 passes through; only the gateway's deadline counts here.
     if (status === 504 && deadline?.timedOut) deadlineExceeded.inc({ operation });
     const line = ctx.log;
     line.request_id = ctx.id;
     line.operation = operation;
+    line.route = route?.name;
     line.method = req.method;
     line.path = ctx.path;
     line.status = status;

@@ -8,62 +8,17 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { unescape } from 'node:querystring';
+import { OPERATION_PATHS, type OperationPath } from '../config/operation-paths.js';
 import { errors } from '../errors.js';
+import type { Route } from './route.js';
+import type { RouteTable } from './route-table.js';
 
-/** The operation ids, used as the `operation` label of metrics and in log lines. */
-export type OperationId =
-  | 'GetCollectorChecksum'
-  | 'UpdateSSOProvider'
-  | 'GetAssetGroupTagMember'
-  /** Any other `/api/v2` request, forwarded to the service when pass-through is configured. */
-  | 'passthrough';
-
-/** A matched route: the operation and its path parameters, percent-decoded once. */
-export interface Route {
-  readonly operation: OperationId;
-  readonly params: Readonly<Record<string, string>>;
-}
-
-interface RouteSpec {
-  readonly operation: OperationId;
-  readonly methods: readonly string[];
-  /** Path segments; `{name}` is a parameter. */
-  readonly segments: readonly string[];
-}
-
-/** A spec as matched: each segment's parameter name (undefined for a fixed word), read once. */
-interface CompiledSpec extends RouteSpec {
+/** An operation's path as matched: each segment's parameter name (undefined for a fixed word), read once. */
+interface CompiledSpec extends OperationPath {
   readonly names: ReadonlyArray<string | undefined>;
 }
 
-const PASSTHROUGH: Route = Object.freeze({ operation: 'passthrough', params: Object.freeze({}) });
-
-const SPECS: readonly CompiledSpec[] = (
-  [
-    {
-      operation: 'GetCollectorChecksum',
-      methods: ['GET', 'HEAD'],
-      segments: ['api', 'v2', 'collectors', '{collector_type}', '{release_tag}', 'checksum'],
-    },
-    {
-      operation: 'UpdateSSOProvider',
-      methods: ['PATCH'],
-      segments: ['api', 'v2', 'sso-providers', '{sso_provider_id}'],
-    },
-    {
-      operation: 'GetAssetGroupTagMember',
-      methods: ['GET', 'HEAD'],
-      segments: [
-        'api',
-        'v2',
-        'asset-group-tags',
-        '{asset_group_tag_id}',
-        'members',
-        '{asset_group_member_id}',
-      ],
-    },
-  ] satisfies RouteSpec[]
-).map((spec) => ({
+const SPECS: readonly CompiledSpec[] = OPERATION_PATHS.map((spec) => ({
   ...spec,
   names: spec.segments.map((p) => (p.startsWith('{') ? p.slice(1, -1) : undefined)),
 }));
@@ -162,28 +117,22 @@ export function cleanedTarget(target: string): string | undefined {
 }
 
 /**
- * The route for `method` and the decoded path `segments`. Throws 404 for an unknown path and 405
- * (with `Allow`) for a known path with another method; with `passthrough`, both are the pass-through
- * route instead when the path is under `/api/v2`.
+ * The route for `method` and the decoded path `segments`: one of the three operations, else (with
+ * the front door's `table`, when pass-through is configured) the table's route, else 404; a known
+ * operation path with another method is 405 (with `Allow`) without a table.
  */
-function route(method: string, segments: readonly string[], passthrough: boolean): Route {
-  // TRACE would echo the gateway's own credentials back from the service; CONNECT is no request.
-  const forwarded =
-    passthrough &&
-    segments[0] === 'api' &&
-    segments[1] === 'v2' &&
-    method !== 'TRACE' &&
-    method !== 'CONNECT';
+function route(method: string, segments: readonly string[], table: RouteTable | undefined): Route {
+  let allow: string | undefined;
   for (const spec of SPECS) {
     const params = match(spec, segments);
     if (!params) continue;
-    if (!spec.methods.includes(method)) {
-      if (forwarded) return PASSTHROUGH;
-      throw errors.methodNotAllowed(spec.methods.join(', '));
-    }
-    return { operation: spec.operation, params };
+    if (spec.methods.includes(method)) return { operation: spec.operation, params, name: spec.operation };
+    allow = spec.methods.join(', ');
+    break;
   }
-  if (forwarded) return PASSTHROUGH;
+  const routed = table?.match(method, segments);
+  if (routed !== undefined) return routed;
+  if (allow !== undefined && table === undefined) throw errors.methodNotAllowed(allow);
   throw errors.notFound();
 }
 
@@ -206,17 +155,17 @@ function match(spec: CompiledSpec, segments: readonly string[]): Record<string, 
 /**
  * The route of a request, from its raw target and path (the target without its query): 400 for a
  * missing HTTP/1.1 `Host` or an unsafe target, 301 to the cleaned path (query as sent) for `//` or
- * a dot segment, 404 / 405 (or pass-through) by `route`, then 417 for an `Expect` other than
+ * a dot segment, 404 / 405 (or the front door's route) by `route`, then 417 for an `Expect` other than
  * 100-continue (which Node leaves to us).
  */
-export function routeRequest(req: IncomingMessage, target: string, path: string, passthrough = false): Route {
+export function routeRequest(req: IncomingMessage, target: string, path: string, table?: RouteTable): Route {
   if (req.headers.host === undefined && req.httpVersion === '1.1') throw errors.missingHost();
   const { raw, decoded } = checkTarget(target, path);
   // Only a `//`, a `/.` or an escape (`%2e`) can make a path that needs cleaning.
   const clean =
     path.includes('//') || path.includes('/.') || raw !== decoded ? cleaned(raw, decoded) : undefined;
   if (clean !== undefined) throw errors.movedPermanently(clean + target.slice(path.length));
-  const matched = route(req.method ?? '', decoded, passthrough);
+  const matched = route(req.method ?? '', decoded, table);
   const expect = req.headers.expect;
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') throw errors.expectationFailed();
   return matched;

@@ -3,7 +3,7 @@
  * stage, and the handler that runs them, may name them without pointing up at `pipeline.ts`.
  */
 import type { RequestContext } from './context.js';
-import type { Route } from './router.js';
+import type { Route } from './route.js';
 
 /** One step of the pipeline: answers at once, or returns a promise only when it really waits. */
 export type Stage = (ctx: RequestContext) => void | Promise<void>;

@@ -4,12 +4,16 @@
  * panels show 0, not "No data", after a restart), and the latency buckets fixed from `prefer.max_wait`.
  */
 
-/** `operation`: the operation ids, the pass-through, and requests that matched no route. */
+/**
+ * `operation`: the operation ids, the pass-through, the front door's public requests, and requests
+ * that matched no route.
+ */
 export const OPERATIONS = [
   'GetCollectorChecksum',
   'UpdateSSOProvider',
   'GetAssetGroupTagMember',
   'passthrough',
+  'public',
   'unmatched',
 ] as const;
 

@@ -35,6 +35,8 @@ export interface Metrics {
   /** `gateway_request_duration_seconds`, observed per request in plain numbers. */
   readonly requestDuration: DurationHistogram;
   readonly clientAborts: client.Counter<'operation'>;
+  /** `gateway_route_requests_total{route,code}`: every routed request by route name (contract §11). */
+  readonly routeRequests: client.Counter<'route' | 'code'>;
   readonly authFailures: client.Counter<'scheme' | 'reason'>;
   readonly deadlineExceeded: client.Counter<'operation'>;
   readonly checksumCacheRequests: client.Counter<'result'>;
@@ -133,6 +135,11 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       help: 'Requests whose client went away before its answer was finished, by operation.',
       labelNames: ['operation'],
       zero: perOperation,
+    }),
+    routeRequests: define.counter({
+      name: 'gateway_route_requests_total',
+      help: 'Routed requests, by route name (an operation, a front-door route of the service or of the operator) and exact status.',
+      labelNames: ['route', 'code'],
     }),
     authFailures: define.counter({
       name: 'gateway_auth_failures_total',

@@ -65,3 +65,33 @@ export function requestRecorder(metrics: RequestMetrics): RequestRecorder {
     },
   };
 }
+
+/** Counts routed requests by route name and status (`gateway_route_requests_total`). */
+export interface RouteRecorder {
+  record(route: string, status: number): void;
+}
+
+/**
+ * The recorder of `gateway_route_requests_total`: each (route, status) child made once, found by the
+ * values as they are. Route names are bounded by the configuration.
+ */
+export function routeRecorder(counter: {
+  labels(labels: { route: string; code: string }): { inc(): void };
+}): RouteRecorder {
+  const routes = new Map<string, Map<number, { inc(): void }>>();
+  return {
+    record(route, status) {
+      let statuses = routes.get(route);
+      if (statuses === undefined) {
+        statuses = new Map();
+        routes.set(route, statuses);
+      }
+      let child = statuses.get(status);
+      if (child === undefined) {
+        child = counter.labels({ route, code: String(status) });
+        statuses.set(status, child);
+      }
+      child.inc();
+    },
+  };
+}

@@ -1,7 +1,7 @@
 /** The shape of an operation: what it needs and how it answers. */
 import type { Permission } from '../config/schema.js';
 import type { RequestContext } from '../http/context.js';
-import type { OperationId } from '../http/router.js';
+import type { OperationId } from '../http/route.js';
 
 export interface Operation {
   readonly id: OperationId;

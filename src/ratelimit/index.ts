@@ -8,10 +8,15 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { MemoryStore } from './memory.js';
 import { createRedisStore } from './redis.js';
+import { createRouteLimits, type RouteLimits } from './routes.js';
 import { createRateLimitStages, type RateLimitStages } from './stages.js';
 import type { RateLimitStore } from './store.js';
 
 export type { RateLimitStages } from './stages.js';
+export type { RouteLimits } from './routes.js';
+
+/** The keys of the memory store that holds the front door's route limits without `rate_limits`. */
+const ROUTE_KEYS = 100_000;
 
 /** How long a start or a reload waits for Redis before going on without it (it never fails for it). */
 const CONNECT_WAIT = 2_000;
@@ -30,6 +35,8 @@ export class RateLimitCounts {
 
 export interface RateLimits {
   readonly stages: RateLimitStages;
+  /** The front door's route limits (contract §11), deciding in the same store. */
+  readonly routes: RouteLimits;
   /** `/readyz`'s word on the store. */
   checks(): Record<string, boolean | string>;
   /** False only while a `deny` store cannot decide (every request would be refused). */
@@ -53,8 +60,17 @@ export async function createRateLimits(
   const deny = config.store.type === 'redis' && config.store.on_error === 'deny';
   return {
     stages: createRateLimitStages(config, store, deps.metrics),
+    routes: createRouteLimits(store, deps.metrics, deny),
     checks: () => ({ [`rate_limits.${config.store.type}`]: store.check() }),
     ready: () => !deny || store.check() === true,
     close: () => store.close(),
   };
+}
+
+/**
+ * The front door's route limits without `rate_limits` (they hold either way, contract §11): in the
+ * per-process memory store, kept across reloads.
+ */
+export function routeLimitsInMemory(deps: { metrics: Metrics; counts: RateLimitCounts }): RouteLimits {
+  return createRouteLimits(deps.counts.memory(ROUTE_KEYS), deps.metrics, false);
 }

@@ -7,6 +7,7 @@
 import type { RateLimitsConfig } from '../config/rate-limits.js';
 import { errors, GatewayError } from '../errors.js';
 import type { RequestContext } from '../http/context.js';
+import type { Route } from '../http/route.js';
 import type { Stage } from '../http/stage.js';
 import type { Metrics } from '../observability/metrics.js';
 import { addressSubject } from './address.js';
@@ -19,6 +20,8 @@ export interface AddressLimit {
   readonly check: Stage;
   /** `authenticate`, counting its refusals (every 400 and 401) against the client's address. */
   counting(authenticate: Stage): Stage;
+  /** Counts a failed authentication the service answered (a 401 on `login`) against the client's address. */
+  record(ctx: RequestContext): void;
 }
 
 export interface RateLimitStages {
@@ -86,7 +89,7 @@ function identityLimit(
     throw errors.rateLimited(t, name);
   };
   return (ctx) => {
-    const applied = byOperation[(ctx.route as NonNullable<RequestContext['route']>).operation];
+    const applied = (byOperation as Partial<Record<string, Applied>>)[(ctx.route as Route).operation];
     if (applied === undefined) return undefined;
     const principal = (ctx.identity as NonNullable<RequestContext['identity']>).principal;
     const reply = store.decide(principal, applied.rules, true);
@@ -131,6 +134,11 @@ function addressLimit(
     check(ctx) {
       const reply = store.decide(addressSubject(ctx.client), rules, false);
       return reply instanceof Promise ? reply.then((r) => admit(ctx, r)) : admit(ctx, reply);
+    },
+    record(ctx) {
+      const reply = store.decide(addressSubject(ctx.client), rules, true);
+      if (reply === undefined) counts.error.inc();
+      else if (reply instanceof Promise) void reply.then((r) => r === undefined && counts.error.inc());
     },
     counting(authenticate) {
       return (ctx) => {

@@ -17,9 +17,12 @@ export interface UpstreamTls {
   close(): void;
 }
 
-/** The key path of an upstream's `tls` block by the upstream's name (`collectors`, …, `passthrough`). */
+/**
+ * The key path of an upstream's `tls` block by the upstream's name (`collectors`, …, `passthrough`;
+ * `public`, the front door's public requests, goes to pass-through's service).
+ */
 export function upstreamTlsKey(name: string): string {
-  return name === 'passthrough' ? 'passthrough.tls' : `backends.${name}.tls`;
+  return name === 'passthrough' || name === 'public' ? 'passthrough.tls' : `backends.${name}.tls`;
 }
 
 /** Loads the block (a file that does not load stops the start, naming its key) and watches it. */

@@ -29,6 +29,11 @@ export interface Outgoing {
    * target gave the answer, its `upstream_target`.
    */
   readonly meter?: { spent?(ms: number): void; answeredBy?(target: string): void };
+  /**
+   * False for a public request of the front door (contract §11): never sent again once any byte of
+   * it was written, whatever its method (an SSO callback's one-time code). Absent: true.
+   */
+  readonly replayable?: boolean;
 }
 
 export interface UpstreamClient {
@@ -141,7 +146,7 @@ export function createUpstreamClient(
     const body = held === undefined || (!Buffer.isBuffer(held) && held.size === 0) ? undefined : held;
     const sending: Sending = {
       method: request.method,
-      replayable: true,
+      replayable: outgoing.replayable ?? true,
       signal,
       ...(request.deadlineAt === undefined ? {} : { deadlineAt: request.deadlineAt }),
     };

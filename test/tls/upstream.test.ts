@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import t, { type Test } from 'tap';
-import { call, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { call, request, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { Pki, SecretMount } from '../helpers/tls.js';
 import { metric, metricsText, series } from '../helpers/metrics.js';
 import { until } from '../helpers/wait.js';
@@ -75,6 +75,10 @@ t.test('mTLS to the service: a private CA trusted, a client certificate presente
   const relayed = await call(gw, { method: 'GET', target: OTHER });
   t.equal(relayed.status, 200);
   t.same(relayed.json().data, { cn: 'gateway-1', path: OTHER });
+  // The front door's public requests (contract §11) go to the same service on their own pool.
+  const open = await request(gw, { method: 'GET', target: '/api/v2/spec' });
+  t.equal(open.status, 200);
+  t.same(open.json().data, { cn: 'gateway-1', path: '/api/v2/spec' });
 
   // The client certificate is reloaded like the listener's.
   mount.mount(client2);
@@ -86,10 +90,16 @@ t.test('mTLS to the service: a private CA trusted, a client certificate presente
     'the pass-through gets the new client certificate',
     async () => (await call(gw, { method: 'GET', target: OTHER })).json().data?.cn === 'gateway-2',
   );
+  await until(
+    'the public requests get the new client certificate',
+    async () =>
+      (await request(gw, { method: 'GET', target: '/api/v2/spec' })).json().data?.cn === 'gateway-2',
+  );
   t.ok(gw.logs.some((l) => l.msg === 'tls reloaded' && l.tls === 'backends.asset_group_tags.tls'));
   t.ok(gw.logs.some((l) => l.msg === 'tls reloaded' && l.tls === 'passthrough.tls'));
   const metrics = await metricsText(gw.adminUrl);
-  t.equal(metric(metrics, 'gateway_tls_reloads_total', { result: 'ok' }), 2);
+  // The backend, the pass-through's relay and the public requests' pool each reload their own.
+  t.equal(metric(metrics, 'gateway_tls_reloads_total', { result: 'ok' }), 3);
   t.same(series(metrics, 'gateway_tls_certificate_not_after_timestamp_seconds'), [], 'no listener has TLS');
 });
 

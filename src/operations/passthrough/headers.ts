@@ -89,6 +89,39 @@ export function answerHeaders(proxyRes: IncomingMessage, id: string | undefined,
   return out;
 }
 
+/**
+ * The client's own headers that go to the service with a public request of the front door
+ * (contract §11), to be sent beside those the gateway sets (forwarding, request id, `Prefer`,
+ * `traceparent`, the client's own credentials): every header but the hop-by-hop ones, those named
+ * in `Connection`, rerouting ones, the ones the gateway sets itself, `Host` (the service's own), and,
+ * unless the peer is a trusted proxy, every other forwarding header.
+ */
+export function publicHeaders(req: IncomingMessage, peerTrusted: boolean): Record<string, string> {
+  const listed = listedIn(req.headers.connection);
+  const out: Record<string, string> = {};
+  const { headers } = req;
+  for (const name in headers) {
+    if (NOT_PUBLIC.has(name) || (listed.length > 0 && listed.includes(name))) continue;
+    if (!peerTrusted && (name.startsWith('x-forwarded-') || UNTRUSTED.includes(name))) continue;
+    const value = headers[name];
+    if (typeof value === 'string') out[name] = value;
+    else if (value !== undefined) out[name] = value.join(', ');
+  }
+  return out;
+}
+
+/** What `publicHeaders` never passes on. */
+const NOT_PUBLIC = new Set([...HOP_BY_HOP, ...REROUTING, ...GATEWAY_SET, 'host']);
+
+/** An answer's headers that never reach the client, as `answerHeaders` drops them. */
+const ANSWER_DROPPED: ReadonlySet<string> = new Set([...HOP_BY_HOP, 'requestid', 'preference-applied']);
+
+/** The names of an answer's headers that never reach the client (given its `Connection` header). */
+export function answerDropped(connection: string | string[] | undefined): ReadonlySet<string> {
+  const listed = listedIn(connection);
+  return listed.length === 0 ? ANSWER_DROPPED : new Set([...ANSWER_DROPPED, ...listed]);
+}
+
 /** The header names a `Connection` value lists, lower-cased. */
 function listedIn(connection: string | string[] | undefined): string[] {
   return typeof connection === 'string' ? connection.split(',').map((h) => h.trim().toLowerCase()) : [];
