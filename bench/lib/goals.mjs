@@ -52,8 +52,10 @@ const usable = (run, id) => {
  * One row per goal: the figure in each run, their median and spread, the target and the verdict
  * (`met`, `MISSED`, `report`, or `n/a` when a side was not measured in any run).
  */
-export function goalRows(runs) {
-  return GOALS.map((goal) => {
+export function goalRows(runs, rows) {
+  const measured = new Set(rows.map((r) => r.id));
+  // With `--only`, the goals of rows left out are left out too.
+  return GOALS.filter((g) => measured.has(g.row) && measured.has(g.peer)).map((goal) => {
     const kind = kindOf(goal);
     const figures = runs.map((run) => {
       const row = usable(run, goal.row);

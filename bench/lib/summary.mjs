@@ -124,7 +124,7 @@ export function summarize({ head, opts, rows, runs, notes, rss, rssWarm, micro, 
       }
     }
   });
-  const goals = goalRows(runs);
+  const goals = goalRows(runs, rows);
   const latency = latencyRows(rows, runs);
   const cpu = cpuTable(rows, runs);
   const goal = goalTable(goals, runs);
