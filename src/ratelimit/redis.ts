@@ -41,7 +41,7 @@ export function createRedisStore(
   deps: { logger: Logger; metrics: Metrics },
 ): RedisStore {
   const { logger } = deps;
-  const duration = deps.metrics.rateLimitStoreDuration;
+  const duration = deps.metrics.rateLimitStoreDuration.series('');
   const client = openRedisClient(config);
   // ioredis bounds a cluster command by `timeout` only from when a node first takes it; one refused
   // before that (its node still connecting) would be retried for up to 16 redirections.
