@@ -25,6 +25,8 @@
 import { startNginx, findNginx } from './lib/nginx.mjs';
 
 export const MEMBER = '/api/v2/asset-group-tags/1/members/101';
+/** `server.workers` of the workers row (`BENCH_WORKERS`, 2): size it to the cores the gateway gets. */
+const WORKERS = Math.max(2, Math.round(Number(process.env.BENCH_WORKERS ?? 2)) || 2);
 export const CHECKSUM = '/api/v2/collectors/sharphound/v2.10.0/checksum';
 
 /** The rows, in table order. Ids are what goals name. */
@@ -115,8 +117,8 @@ export const ROWS = [
   },
   {
     id: 'gw-workers',
-    name: 'gateway member upstream, signed, server.workers: 2 (primary included)',
-    gateway: { upstream: true, workers: 2 },
+    name: `gateway member upstream, signed, server.workers: ${WORKERS} (primary included)`,
+    gateway: { upstream: true, workers: WORKERS },
     path: MEMBER,
     auth: 'signed',
     expect: 'member',

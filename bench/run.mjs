@@ -13,7 +13,7 @@
  *   npm run bench [-- --quick] [-- --check] [-- --only=id,id,…]
  *   env: BENCH_RUNS (3), BENCH_REQUESTS (per round, 10000), BENCH_ROUNDS (3), BENCH_WARMUP (3000),
  *        BENCH_CONNECTIONS (50), BENCH_LATENCY_SECONDS (2), BENCH_RATE (the fixed load; default half
- *        the undici proxy's req/s in each run)
+ *        the undici proxy's req/s in each run), BENCH_WORKERS (server.workers of the workers row, 2)
  *
  * `--check` exits 1 when a goal is missed on the median of the runs, or a target answered wrongly.
  * `--only` measures those rows alone (and the peers their goals name), for a quick look at a few.
@@ -41,6 +41,7 @@ const VARS = [
   'BENCH_CONNECTIONS',
   'BENCH_LATENCY_SECONDS',
   'BENCH_RATE',
+  'BENCH_WORKERS',
 ];
 
 function options(argv, env) {
