@@ -119,6 +119,8 @@ export const ROWS = [
     id: 'gw-workers',
     name: `gateway member upstream, signed, server.workers: ${WORKERS} (primary included)`,
     gateway: { upstream: true, workers: WORKERS },
+    // Issue 31 sets workers no target: explained, not judged (on 2 cores they share with the load).
+    latency: false,
     path: MEMBER,
     auth: 'signed',
     expect: 'member',
@@ -156,6 +158,8 @@ export const ROWS = [
     id: 'gw-tracing-1',
     name: 'gateway member upstream, signed, tracing sample_ratio 1.0',
     gateway: { upstream: true, tracing: 1 },
+    // Reported, not judged.
+    latency: false,
     path: MEMBER,
     auth: 'signed',
     expect: 'member',
