@@ -1,122 +1,116 @@
 #!/usr/bin/env node
 /**
- * The side-by-side benchmark (`npm run bench`, never part of `npm test`): every target in its own
- * process on loopback, driven by autocannon with the same fixed number of keep-alive requests over
- * the same connections, targets alternating round after round, every answer checked. The figure
- * that matters is each target's own CPU time per request (read from /proc): on a machine shared with
- * the load generator and the upstream, req/s mixes the target's cost with everyone else's. Then the
- * RSS of concurrent 1 MiB uploads and in-process micro-benchmarks. Prints the tables and writes them
- * to bench/results.md.
+ * The side-by-side benchmark (`npm run bench`, never part of `npm test`): the rows of
+ * bench/rows.mjs, each target in its own process group on loopback, driven by autocannon with the
+ * same fixed number of keep-alive requests over the same connections, targets interleaved round
+ * after round, every answer checked; the whole comparison run three times, every target started
+ * afresh for each run. The figure that matters is each target's own CPU time per request (read from
+ * /proc): on a machine shared with the load generator and the upstream, req/s mixes the target's
+ * cost with everyone else's. Then every target at a fixed offered load for its latency, the RSS of
+ * concurrent 1 MiB uploads and in-process micro-benchmarks. Prints the tables and writes them to
+ * bench/results.md.
  *
- *   npm run bench [-- --quick] [-- --check]
- *   env: BENCH_REQUESTS (per run, default 20000), BENCH_CONNECTIONS (50), BENCH_ROUNDS (5),
- *        BENCH_WORKERS (server.workers of the workers target, 2)
+ *   npm run bench [-- --quick] [-- --check] [-- --only=id,id,…]
+ *   env: BENCH_RUNS (3), BENCH_REQUESTS (per round, 10000), BENCH_ROUNDS (3), BENCH_WARMUP (3000),
+ *        BENCH_CONNECTIONS (50), BENCH_LATENCY_SECONDS (2), BENCH_RATE (the fixed load; default half
+ *        the undici proxy's req/s in each run), BENCH_WORKERS (server.workers of the workers row, 2)
  *
- * `--check` exits 1 when a target ratio of issue 13 is missed (within 10 % counts as met).
+ * `--check` exits 1 when a goal is missed on the median of the runs, or a target answered wrongly.
+ * `--only` measures those rows alone (and the peers their goals name), for a quick look at a few.
  */
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cpuAvailable } from './lib/cpu.mjs';
 import { copySampleData, createCredentials, startGateway, writeConfig } from './lib/gateway.mjs';
-import { drive, failuresOf } from './lib/load.mjs';
+import { measureRun } from './lib/measure.mjs';
 import { microBenchmarks } from './lib/micro.mjs';
-import { hasExited, installCleanup, stopAll, stopChild } from './lib/processes.mjs';
+import { installCleanup, stopAll, stopChild } from './lib/processes.mjs';
 import { header } from './lib/report.mjs';
 import { rssCheck } from './lib/rss.mjs';
-import { checkAnswers, startTargets } from './lib/setup.mjs';
+import { checkAnswers, startFixtures, startRows } from './lib/setup.mjs';
 import { summarize } from './lib/summary.mjs';
+import { GOALS, LATENCY, ROWS } from './rows.mjs';
 
 const RESULTS = new URL('./results.md', import.meta.url).pathname;
-const FLAGS = ['--quick', '--check'];
+const VARS = [
+  'BENCH_RUNS',
+  'BENCH_REQUESTS',
+  'BENCH_ROUNDS',
+  'BENCH_WARMUP',
+  'BENCH_CONNECTIONS',
+  'BENCH_LATENCY_SECONDS',
+  'BENCH_RATE',
+  'BENCH_WORKERS',
+];
 
 function options(argv, env) {
-  const unknown = argv.filter((a) => !FLAGS.includes(a));
+  const only = argv
+    .find((a) => a.startsWith('--only='))
+    ?.slice('--only='.length)
+    .split(',');
+  const unknown = argv.filter((a) => !['--quick', '--check'].includes(a) && !a.startsWith('--only='));
   if (unknown.length > 0) {
-    throw new Error(`unknown argument ${unknown[0]} (usage: npm run bench [-- --quick] [-- --check])`);
+    throw new Error(
+      `unknown argument ${unknown[0]} (usage: npm run bench [-- --quick] [-- --check] [-- --only=ids])`,
+    );
   }
   const quick = argv.includes('--quick');
   const num = (name, fallback) => {
     if (env[name] === undefined || env[name] === '') return fallback;
     const n = Number(env[name]);
     if (!(n > 0)) throw new Error(`${name} must be a positive number`);
-    return Math.round(n);
+    return n;
   };
-  const requests = num('BENCH_REQUESTS', quick ? 4000 : 20_000);
   return {
     quick,
+    only,
     check: argv.includes('--check'),
-    requests,
-    connections: num('BENCH_CONNECTIONS', 50),
-    workers: num('BENCH_WORKERS', 2),
-    // The lowest of five rounds: on a shared VM the host's stalls are charged to whichever process
-    // runs (/proc/stat's steal column reads 0 here), a disturbed round can cost twice a calm one, and
-    // with three rounds a target still met no calm round in some runs. Every round is printed.
-    rounds: num('BENCH_ROUNDS', quick ? 1 : 5),
-    warmup: Math.min(5000, Math.round(requests / 4)),
+    runs: Math.round(num('BENCH_RUNS', 3)),
+    requests: Math.round(num('BENCH_REQUESTS', quick ? 2000 : 10_000)),
+    // The lowest of three rounds per run, and the median of three runs: a disturbed round (the host's
+    // stalls are charged to whichever process runs) is dropped, and one lucky run decides nothing.
+    rounds: Math.round(num('BENCH_ROUNDS', quick ? 1 : 3)),
+    warmup: Math.round(num('BENCH_WARMUP', quick ? 500 : 3000)),
+    connections: Math.round(num('BENCH_CONNECTIONS', 50)),
+    latencySeconds: num('BENCH_LATENCY_SECONDS', quick ? 0.5 : 2),
+    rate: env.BENCH_RATE ? Math.round(num('BENCH_RATE')) : undefined,
+    latencyPeer: LATENCY.peer,
     microMs: quick ? 250 : 1000,
   };
 }
 
 function commandLine(argv, env) {
-  const vars = ['BENCH_REQUESTS', 'BENCH_CONNECTIONS', 'BENCH_ROUNDS', 'BENCH_WORKERS']
-    .filter((name) => env[name])
+  const vars = VARS.filter((name) => env[name])
     .map((name) => `${name}=${env[name]} `)
     .join('');
   const run = env.npm_lifecycle_event === 'bench' ? 'npm run bench' : 'node bench/run.mjs';
   return `${vars}${run}${argv.length > 0 ? `${run.startsWith('npm') ? ' --' : ''} ${argv.join(' ')}` : ''}`;
 }
 
+/** The rows to measure: all, or those named by `--only` and the peers their goals compare them with. */
+function rowsFor(only) {
+  if (!only) return ROWS;
+  const ids = new Set(only);
+  for (const g of GOALS) if (ids.has(g.row)) ids.add(g.peer);
+  ids.add(LATENCY.peer);
+  const unknown = only.filter((id) => !ROWS.some((r) => r.id === id));
+  if (unknown.length > 0) throw new Error(`--only: no row ${unknown.join(', ')} in bench/rows.mjs`);
+  return ROWS.filter((r) => ids.has(r.id));
+}
+
 const started = Date.now();
 const progress = (s) =>
   process.stderr.write(`· ${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s  ${s}\n`);
-const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
-
-/** Round-robin: every round drives every target once, each round starting one target further on. */
-async function measure(targets, opts) {
-  const live = targets.filter((t) => !t.unavailable && !t.wrong);
-  progress(`warm-up: ${opts.warmup} requests per target`);
-  for (const t of live) {
-    t.runs = [];
-    await drive(t, { connections: opts.connections, amount: opts.warmup });
-  }
-  for (let round = 0; round < opts.rounds; round++) {
-    const order = live.map((_, i) => live[(i + round) % live.length]);
-    for (const t of order) {
-      if (t.crashed) continue;
-      progress(`round ${round + 1}/${opts.rounds}: ${t.name}`);
-      t.runs.push(await drive(t, { connections: opts.connections, amount: opts.requests }));
-      if (hasExited(t.proc)) t.crashed = `${t.proc.name} exited during the run (see its .err file)`;
-    }
-  }
-  for (const t of live) {
-    const runs = t.runs;
-    if (runs.length === 0) continue;
-    const lowest = runs.reduce((a, b) => (b.cpuUs < a.cpuUs ? b : a));
-    t.cpuUs = lowest.cpuUs;
-    t.systemUs = lowest.systemUs;
-    t.rounds = runs.map((r) => r.cpuUs);
-    t.rps = mean(runs.map((r) => r.rps));
-    t.p50 = mean(runs.map((r) => r.p50));
-    t.p99 = mean(runs.map((r) => r.p99));
-    t.requests = runs.reduce((n, r) => n + r.requests, 0);
-    t.mismatches = runs.reduce((n, r) => n + r.mismatches, 0);
-    t.errors = runs.reduce((n, r) => n + r.errors, 0);
-    t.timeouts = runs.reduce((n, r) => n + r.timeouts, 0);
-    t.failures = runs.reduce((n, r) => n + failuresOf(r), 0) + (t.crashed ? 1 : 0);
-    t.statuses = {};
-    for (const r of runs)
-      for (const [c, n] of Object.entries(r.statuses)) t.statuses[c] = (t.statuses[c] ?? 0) + n;
-  }
-  for (const t of targets) if (t.wrong) t.failures = 1;
-}
 
 async function main() {
   const argv = process.argv.slice(2);
   const opts = options(argv, process.env);
   if (!cpuAvailable()) throw new Error('the bench reads CPU times from /proc: run it on Linux');
-  // Bounded in time whatever happens: 15 targets at 2,000 req/s at the very least, plus starts.
-  const budget = ((opts.warmup + opts.requests * opts.rounds) * 15) / 2000 + 300;
+  const rows = rowsFor(opts.only);
+  // Bounded in time whatever happens: every row at 1,000 req/s at the very least, plus starts.
+  const perRun = (opts.warmup + opts.requests * opts.rounds) / 1000 + opts.latencySeconds * 4 + 30;
+  const budget = rows.length * perRun * opts.runs + 300;
   setTimeout(() => {
     process.stderr.write(`the bench ran past ${budget.toFixed(0)} s: stopping\n`);
     stopAll().finally(() => process.exit(1));
@@ -133,36 +127,55 @@ async function main() {
   let keep = true;
   let missed = [];
   try {
-    const { targets, notes } = await startTargets(dir, data, creds, progress, opts.workers);
-    progress('one request to each target: a 2xx with the expected bytes');
-    await checkAnswers(targets);
-    await measure(targets, opts);
+    const fx = await startFixtures(dir, data, creds, progress);
+    const runs = [];
+    const notes = new Set();
+    for (let run = 1; run <= opts.runs; run++) {
+      const { targets, notes: runNotes } = await startRows(rows, fx, run, progress);
+      runNotes.forEach((n) => notes.add(n));
+      await checkAnswers(targets);
+      runs.push(await measureRun(targets, opts, progress, run));
+      // This run's targets go; the stubs and the sink stay for the next.
+      await Promise.all(targets.map((t) => stopChild(t.proc)));
+    }
     await stopAll();
 
-    // Each on a fresh gateway: after one upload alone (warmed, the figure that counts), then as started.
-    const rssRuns = [];
-    for (const warm of [true, false]) {
-      progress(`RSS: 20 concurrent signed 1 MiB uploads${warm ? ', after one upload alone' : ''}`);
-      const name = warm ? 'gateway-rss-warm' : 'gateway-rss';
-      const gw = await startGateway(dir, name, writeConfig(data, name, creds));
-      rssRuns.push(await rssCheck({ ...gw, creds }, data, { warm }));
-      await stopChild(gw);
+    let rss;
+    let rssWarm;
+    let micro;
+    if (!opts.only) {
+      // Each on a fresh gateway: after one upload alone (warmed, the figure that counts), then as started.
+      const rssRuns = [];
+      for (const warm of [true, false]) {
+        progress(`RSS: 20 concurrent signed 1 MiB uploads${warm ? ', after one upload alone' : ''}`);
+        const name = warm ? 'gateway-rss-warm' : 'gateway-rss';
+        const gw = await startGateway(dir, name, writeConfig(data, name, creds));
+        rssRuns.push(await rssCheck({ ...gw, creds }, data, { warm }));
+        await stopChild(gw);
+      }
+      [rssWarm, rss] = rssRuns;
+      progress('micro-benchmarks');
+      micro = await microBenchmarks(creds, opts.microMs);
     }
-    const [rssWarm, rss] = rssRuns;
 
-    progress('micro-benchmarks');
-    const micro = await microBenchmarks(creds, opts.microMs);
-
-    const { flagged, goals } = summarize({ head, opts, targets, notes, rss, rssWarm, micro }, RESULTS);
-    // Rate limits (issue 15): one decision with the memory store, added to the printout and the file.
-    progress('rate limits: one decision with the memory store');
-    const { rateLimitBenchmarks, rateLimitTable } = await import('./ratelimit.mjs');
-    const rateLimits = rateLimitTable(rateLimitBenchmarks(opts.microMs));
-    console.log(rateLimits.join('\n'));
-    appendFileSync(RESULTS, `${rateLimits.join('\n')}\n`);
+    const { flagged, goals, latency } = summarize(
+      { head, opts, rows, runs, notes: [...notes], rss, rssWarm, micro },
+      RESULTS,
+    );
+    if (!opts.only) {
+      // Rate limits (issue 15): one decision with the memory store, added to the printout and the file.
+      progress('rate limits: one decision with the memory store');
+      const { rateLimitBenchmarks, rateLimitTable } = await import('./ratelimit.mjs');
+      const rateLimits = rateLimitTable(rateLimitBenchmarks(opts.microMs));
+      console.log(rateLimits.join('\n'));
+      appendFileSync(RESULTS, `${rateLimits.join('\n')}\n`);
+    }
     keep = flagged.length > 0;
-    missed = goals.filter((g) => g.goal !== undefined && (g.verdict === 'MISSED' || g.verdict === 'n/a'));
-    if (flagged.length > 0) missed.push(...flagged);
+    missed = [
+      ...goals.filter((g) => g.counts && g.verdict !== 'met').map((g) => `${g.path}: ${g.verdict}`),
+      ...latency.filter((l) => l.counts && l.verdict !== 'met').map((l) => `p99 of ${l.name}: ${l.verdict}`),
+      ...flagged,
+    ];
   } finally {
     await stopAll();
     // The processes' output (the gateway's log lines among it) stays only when something went wrong.
@@ -170,7 +183,9 @@ async function main() {
     else rmSync(dir, { recursive: true, force: true });
   }
   if (opts.check && missed.length > 0) {
-    process.stderr.write(`--check: ${missed.length} target(s) missed or not measured\n`);
+    process.stderr.write(
+      `--check: ${missed.length} goal(s) missed or not measured:\n  ${missed.join('\n  ')}\n`,
+    );
     process.exitCode = 1;
   }
 }

@@ -40,6 +40,32 @@ function statOf(pid) {
   return { pgrp: Number(fields[2]), user: Number(fields[11]), system: Number(fields[12]) };
 }
 
+/** Bytes written so far by `pid` through system calls (`wchar` of /proc/<pid>/io); 0 once gone. */
+function writtenBy(pid) {
+  try {
+    return Number(/^wchar: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Each live process of group `pgid` by pid: its CPU seconds so far (`user`, `system`) and the bytes
+ * it wrote (`wchar`). A gateway's workers write the same bytes per request (the answer, the upstream
+ * request, the log line), so their shares of the bytes written are their shares of the requests.
+ */
+export function groupProcesses(pgid) {
+  const out = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = statOf(Number(name));
+    if (stat && stat.pgrp === pgid) {
+      out.set(Number(name), { user: stat.user / TICKS, system: stat.system / TICKS, wchar: writtenBy(name) });
+    }
+  }
+  return out;
+}
+
 /**
  * Seconds of CPU used so far by every live process of process group `pgid`: `user` (the process's
  * own code: JavaScript, V8, libuv) and `system` (the kernel working for it: socket reads and writes,

@@ -15,11 +15,19 @@ import { startChild } from './processes.mjs';
 const ROOT = new URL('../../', import.meta.url).pathname;
 const CLI = join(ROOT, 'dist', 'cli.js');
 
-/** One token with every permission, for the signed requests; one secret, for the JWTs. */
+/** How many signed-request tokens the bench makes (rows with `identities: n` cycle through n of them). */
+export const TOKENS = 8;
+
+/** Tokens with every permission, for the signed requests; one secret, for the JWTs. */
 export function createCredentials() {
+  const tokens = Array.from({ length: TOKENS }, () => ({
+    id: randomUUID(),
+    key: randomBytes(24).toString('base64url'),
+  }));
   return {
-    tokenId: randomUUID(),
-    tokenKey: randomBytes(24).toString('base64url'),
+    tokens,
+    tokenId: tokens[0].id,
+    tokenKey: tokens[0].key,
     jwtSecret: randomBytes(32),
     upstreamTokenId: randomUUID(),
     upstreamTokenKey: randomBytes(24).toString('base64url'),
@@ -37,23 +45,33 @@ export function checksumFile(dir) {
 }
 
 /**
- * Writes `<dir>/<name>.yaml` (JSON is YAML) and returns its path. `upstream` (a URL, or a list of
- * them: its `targets`) moves asset_group_tags there; `workers` > 1 moves sso_providers there too (a local store needs one process);
- * `rateLimit` turns a default rate-limit policy on.
+ * The gateway's configuration for the bench (JSON is YAML), as an object. Options:
+ * - `upstream`: a URL, or a list of them: asset_group_tags goes there (the first URL; an `edit` may
+ *   use the others), re-signed with the upstream token;
+ * - `workers` > 1 moves sso_providers upstream too (a local store needs one process);
+ * - `rateLimit`: 'memory' or 'redis' (127.0.0.1:6379, keys under a prefix of their own) with one
+ *   policy of 10,000 a second per identity (the schema's largest);
+ * - `tracing`: a sample ratio, spans exported to `sink` (an OTLP/HTTP URL).
  */
-export function writeConfig(dir, name, creds, { upstream, workers = 1, rateLimit = false, passthrough } = {}) {
+export function gatewayConfig(creds, { upstream, workers = 1, rateLimit, tracing, sink } = {}) {
+  const upstreams = upstream === undefined ? [] : [upstream].flat();
   const viaUpstream = () => ({
     type: 'upstream',
-    ...(Array.isArray(upstream) ? { targets: upstream } : { url: upstream }),
+    url: upstreams[0],
     auth: { type: 'signature', token_id: creds.upstreamTokenId, token_key: creds.upstreamTokenKey },
   });
-  const config = {
+  return {
     server: { host: '127.0.0.1', port: 0, workers, shutdown_grace: '1s' },
     admin: { host: '127.0.0.1', port: 0 },
     logging: { level: 'info' },
     auth: {
       signature: {
-        tokens: [{ id: creds.tokenId, key: creds.tokenKey, subject: 'bench', permissions: ['*'] }],
+        tokens: creds.tokens.map((t, i) => ({
+          id: t.id,
+          key: t.key,
+          subject: `bench-${i + 1}`,
+          permissions: ['*'],
+        })),
       },
       jwt: { hs256_secret: creds.jwtSecret.toString('base64') },
     },
@@ -61,18 +79,31 @@ export function writeConfig(dir, name, creds, { upstream, workers = 1, rateLimit
     backends: {
       collectors: { type: 'local', path: 'collectors' },
       sso_providers: workers > 1 ? viaUpstream() : { type: 'local', path: 'sso-providers.json' },
-      asset_group_tags: upstream ? viaUpstream() : { type: 'local', path: 'asset-group-tags.json' },
+      asset_group_tags:
+        upstreams.length > 0 ? viaUpstream() : { type: 'local', path: 'asset-group-tags.json' },
     },
-    // A default policy in the memory store, high enough that the load is never refused.
-    // The front door (issue 28): pass-through to the stub, signing as the gateway on authenticated routes.
-    ...(passthrough && {
-      passthrough: {
-        url: passthrough,
-        auth: { type: 'signature', token_id: creds.upstreamTokenId, token_key: creds.upstreamTokenKey },
+    ...(rateLimit && {
+      rate_limits: {
+        store:
+          rateLimit === 'redis'
+            ? { type: 'redis', url: 'redis://127.0.0.1:6379', key_prefix: `bench-${randomUUID()}:` }
+            : { type: 'memory' },
+        policies: [{ name: 'default', limit: 10_000, window: '1s' }],
       },
     }),
-    ...(rateLimit && { rate_limits: { policies: [{ name: 'default', limit: 10_000, window: '1s' }] } }),
+    ...(tracing !== undefined && {
+      tracing: { otlp_endpoint: sink, service_name: 'bench', sample_ratio: tracing },
+    }),
   };
+}
+
+/**
+ * Writes `<dir>/<name>.yaml` and returns its path: `gatewayConfig(creds, options)`, then
+ * `options.edit(config)` when given (it may change the object, or return another).
+ */
+export function writeConfig(dir, name, creds, options = {}) {
+  const base = gatewayConfig(creds, options);
+  const config = options.edit?.(base, options.fx) ?? base;
   const file = join(dir, `${name}.yaml`);
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`);
   return file;
@@ -95,12 +126,13 @@ export async function startGateway(dir, name, configFile) {
  * The three signed-request headers for `method target` (and `body`), as `gateway sign` prints them:
  * valid for `auth.signature.max_clock_skew` (1 h) from now, far longer than a bench run.
  */
-export function signedHeaders(creds, method, target, body) {
+export function signedHeaders(creds, method, target, body, token = 0) {
   const date = rfc3339(Date.now());
+  const { id, key } = creds.tokens?.[token] ?? { id: creds.tokenId, key: creds.tokenKey };
   return {
-    authorization: `bhesignature ${creds.tokenId}`,
+    authorization: `bhesignature ${id}`,
     requestdate: date,
-    signature: computeSignature(creds.tokenKey, method, target, date, body),
+    signature: computeSignature(key, method, target, date, body),
   };
 }
 

@@ -1,11 +1,14 @@
 /**
  * Driving a target with autocannon (programmatic): a fixed number of keep-alive requests over a fixed
- * number of connections, every answer checked (a 2xx, and the expected bytes where they are known),
- * and the target's own CPU time read from /proc before and after. Latency percentiles are computed
- * over every response time autocannon reports (fractional ms), not its integer-ms histogram.
+ * number of connections (as fast as it answers, or at a fixed offered rate), every answer checked (a
+ * 2xx, and the expected bytes where they are known), and the target's own CPU time read from /proc
+ * before and after, per process of its group. Latency percentiles are computed over every response
+ * time autocannon reports (fractional ms), not its integer-ms histogram; req/s is the requests over
+ * the wall time of the run.
  */
+import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import { groupCpuTimes } from './cpu.mjs';
+import { groupProcesses } from './cpu.mjs';
 
 /** The p-th percentile (0–100, nearest rank) of `sorted`. */
 export function percentile(sorted, p) {
@@ -14,31 +17,70 @@ export function percentile(sorted, p) {
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
 }
 
+/** Per process of the group: CPU seconds and bytes written between `before` and `after`. */
+function deltas(before, after) {
+  const out = [];
+  for (const [pid, a] of after) {
+    const b = before.get(pid) ?? { user: 0, system: 0, wchar: 0 };
+    out.push({
+      pid,
+      cpu: a.user - b.user + a.system - b.system,
+      system: a.system - b.system,
+      wchar: a.wchar - b.wchar,
+    });
+  }
+  return out;
+}
+
 /**
- * One run of `amount` requests against `target` ({url, headers, expect, pgid, rate}) on `connections`
- * connections. Resolves with the target's CPU µs per request, req/s, p50/p99 in ms, and the
- * failures: non-2xx by status, bodies unlike `expect`, connection errors, timeouts.
+ * One run of `amount` requests against `target` ({url, method, body, headerSets, expect, pgid}) on
+ * `connections` connections, at `rate` req/s when given. Several header sets (identities) are taken
+ * in turn by each connection. Resolves with the target's CPU µs per request (and its kernel part),
+ * req/s, p50/p99 in ms, each process's share, and the failures: non-2xx by status, bodies unlike
+ * `expect`, connection errors, timeouts.
  */
-export function drive(target, { connections, amount }) {
+export function drive(target, { connections, amount, rate }) {
   return new Promise((resolve, reject) => {
     const latencies = [];
-    const before = groupCpuTimes(target.pgid);
+    const before = groupProcesses(target.pgid);
+    const started = performance.now();
+    const method = target.method ?? 'GET';
+    const sets = target.headerSets ?? [target.headers ?? {}];
+    // autocannon checks bodies only for one request shape; with several, each answer is checked here.
+    const expected = target.expect?.toString('utf8');
+    let wrongBodies = 0;
+    const onResponse = expected
+      ? (status, body) => {
+          if (status >= 200 && status < 300 && body !== expected) wrongBodies++;
+        }
+      : undefined;
     const instance = autocannon(
       {
         url: target.url,
-        method: target.method ?? 'GET',
-        headers: target.headers ?? {},
+        method,
+        ...(sets.length === 1
+          ? { headers: sets[0] }
+          : {
+              requests: sets.map((headers) => ({
+                method,
+                headers,
+                ...(target.body && { body: target.body }),
+                ...(onResponse && { onResponse }),
+              })),
+            }),
+        ...(target.body && { body: target.body }),
         connections,
         amount,
         timeout: 10,
-        ...(target.rate ? { overallRate: target.rate } : {}),
-        ...(target.expect ? { expectBody: target.expect.toString('utf8') } : {}),
+        ...(rate ? { overallRate: rate } : {}),
+        ...(expected && sets.length === 1 ? { expectBody: expected } : {}),
       },
       (err, result) => {
         if (err) return reject(err);
-        const after = groupCpuTimes(target.pgid);
-        const system = after.system - before.system;
-        const cpu = after.user - before.user + system;
+        const wall = (performance.now() - started) / 1000;
+        const processes = deltas(before, groupProcesses(target.pgid));
+        const cpu = processes.reduce((n, p) => n + p.cpu, 0);
+        const system = processes.reduce((n, p) => n + p.system, 0);
         const statuses = {};
         for (const [code, { count }] of Object.entries(result.statusCodeStats)) {
           if (!code.startsWith('2')) statuses[code] = count;
@@ -49,11 +91,12 @@ export function drive(target, { connections, amount }) {
           requests: answered,
           cpuUs: answered > 0 ? (cpu * 1e6) / answered : NaN,
           systemUs: answered > 0 ? (system * 1e6) / answered : NaN,
-          rps: answered / result.duration,
+          rps: answered / wall,
           p50: percentile(sorted, 50),
           p99: percentile(sorted, 99),
+          processes,
           non2xx: result.non2xx,
-          mismatches: result.mismatches ?? 0,
+          mismatches: (result.mismatches ?? 0) + wrongBodies,
           errors: result.errors,
           timeouts: result.timeouts,
           statuses,

@@ -47,9 +47,9 @@ function accepts(port) {
   });
 }
 
-/** Starts nginx in front of `upstreamPort`; resolves with the child and its URL. */
-export async function startNginx(binary, dir, upstreamPort) {
-  const root = join(dir, 'nginx');
+/** Starts nginx in front of `upstreamPort` (its files in `<dir>/<name>`); resolves with the child and its URL. */
+export async function startNginx(binary, dir, upstreamPort, name = 'nginx') {
+  const root = join(dir, name);
   mkdirSync(join(root, 'tmp'), { recursive: true, mode: 0o755 });
   const port = await freePort();
   const conf = join(root, 'nginx.conf');
@@ -83,7 +83,7 @@ http {
 }
 `,
   );
-  const entry = await startChild('nginx', binary, ['-p', `${root}/`, '-c', conf], {
+  const entry = await startChild(name, binary, ['-p', `${root}/`, '-c', conf], {
     dir,
     probe: () => accepts(port),
   });

@@ -1,6 +1,6 @@
 /**
- * The bench's output: the header naming the machine, the date and the command, and the CPU table
- * (aligned text for the terminal, markdown for bench/results.md and docs/performance.md).
+ * The bench's output: the header naming the machine, the date and the command, and tables (aligned
+ * text for the terminal, markdown for bench/results.md and docs/performance.md).
  */
 import { cpus, loadavg } from 'node:os';
 
@@ -18,39 +18,6 @@ export function header(command) {
     `command: ${command}`,
     `load average at start: ${load.toFixed(2)}`,
   ];
-}
-
-const COLUMNS = [
-  'target',
-  'CPU µs/req',
-  'of it kernel',
-  'every round',
-  'req/s',
-  'p50 ms',
-  'p99 ms',
-  'requests',
-  'failures',
-];
-
-const fixed = (n, digits) => (Number.isFinite(n) ? n.toFixed(digits) : '—');
-
-/** The cells of each row; a row with failures is flagged `!` (a fast wrong answer is no answer). */
-function cells(rows) {
-  return rows.map((r) => {
-    if (r.unavailable) return [r.name, r.unavailable, '—', '—', '—', '—', '—', '—', '—'];
-    return [
-      r.failures > 0 ? `${r.name} !` : r.name,
-      fixed(r.cpuUs, 1),
-      fixed(r.systemUs, 1),
-      // Each round's CPU µs/req in the order run: how far a disturbed round sits from the calm ones.
-      (r.rounds ?? []).map((us) => fixed(us, 0)).join(' '),
-      fixed(r.rps, 0),
-      fixed(r.p50, 2),
-      fixed(r.p99, 2),
-      String(r.requests),
-      String(r.failures),
-    ];
-  });
 }
 
 /** Rows as aligned plain text. */
@@ -74,27 +41,6 @@ export function markdownTable(columns, body) {
       .join('|')}|`,
     ...body.map(line),
   ].join('\n');
-}
-
-/** The CPU table of every target. */
-export function targetTable(rows, markdown) {
-  return (markdown ? markdownTable : textTable)(COLUMNS, cells(rows));
-}
-
-/** One line per flagged row: what went wrong, by status code and kind. */
-export function failureNotes(rows) {
-  return rows
-    .filter((r) => !r.unavailable && r.failures > 0)
-    .map((r) => {
-      const statuses = Object.entries(r.statuses ?? {}).map(([code, n]) => `${code}×${n}`);
-      const parts = [
-        statuses.length > 0 ? `non-2xx ${statuses.join(' ')}` : '',
-        r.mismatches > 0 ? `wrong bodies ${r.mismatches}` : '',
-        r.errors > 0 ? `connection errors ${r.errors}` : '',
-        r.timeouts > 0 ? `timeouts ${r.timeouts}` : '',
-      ].filter(Boolean);
-      return `! ${r.name}: ${parts.join(', ')}`;
-    });
 }
 
 /** The load average now, for the end of the output. */

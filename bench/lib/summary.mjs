@@ -1,70 +1,179 @@
 /**
- * The end of a run: the CPU table, the issue's ratios, the workers line, the RSS check and the
- * micro-benchmarks, printed to the terminal and written as markdown to bench/results.md (what the
- * docs/performance.md quotes).
+ * The end of the bench: the CPU table with the runs side by side, the goals decided on the median
+ * of the runs, the latency at a fixed load, the workers' shares, the RSS check and the
+ * micro-benchmarks, printed to the terminal and written as markdown to bench/results.md.
  */
 import { writeFileSync } from 'node:fs';
-import { GOAL_COLUMNS, goalCells, goalRows } from './goals.mjs';
-import { failureNotes, loadNow, markdownTable, mib, targetTable, textTable } from './report.mjs';
+import { goalRows, latencyRows, median } from './goals.mjs';
+import { loadNow, markdownTable, mib, textTable } from './report.mjs';
+
+const fixed = (n, digits) => (Number.isFinite(n) ? n.toFixed(digits) : '—');
 
 function uploadsLine(r) {
   const statuses = Object.entries(r.statuses).map(([s, n]) => `${s}×${n}`);
   return `20 uploads of ${(r.bytes / 1024 / 1024).toFixed(2)} MiB in ${r.wall} ms, statuses: ${statuses.join(' ')}`;
 }
 
-/** The line comparing the workers target (primary included) with one process, both through the upstream. */
-function workersLine(targets, count) {
-  const one = targets.find((t) => t.role === 'gw-upstream');
-  const many = targets.find((t) => t.role === 'gw-workers');
-  if (!one || !many || many.unavailable) return `server.workers: ${count}: not measured`;
-  return (
-    `server.workers: ${count} (the primary and every worker counted): ${many.cpuUs.toFixed(1)} µs/req, ` +
-    `${many.rps.toFixed(0)} req/s; one process: ${one.cpuUs.toFixed(1)} µs/req, ${one.rps.toFixed(0)} req/s ` +
-    `(×${(many.cpuUs / one.cpuUs).toFixed(2)} CPU per request)`
-  );
+/** The CPU table: each run's lowest round side by side, their median, and every round. */
+function cpuTable(rows, runs) {
+  const columns = [
+    'target',
+    ...runs.map((_, i) => `run ${i + 1}`),
+    'median µs/req',
+    'of it kernel',
+    'req/s',
+    'every round, run by run',
+    'failures',
+  ];
+  const body = rows.map((row) => {
+    const results = runs.map((run) => run.get(row.id));
+    if (results.every((r) => r === undefined))
+      return [row.name, ...runs.map(() => '—'), '—', '—', '—', 'not measured', '—'];
+    const failures = results.reduce((n, r) => n + (r?.failures ?? 0) + (r?.crashed ? 1 : 0), 0);
+    return [
+      failures > 0 ? `${row.name} !` : row.name,
+      ...results.map((r) => fixed(r?.cpuUs, 1)),
+      fixed(median(results.map((r) => r?.cpuUs ?? NaN)), 1),
+      fixed(median(results.map((r) => r?.systemUs ?? NaN)), 1),
+      fixed(median(results.map((r) => r?.rps ?? NaN)), 0),
+      results.map((r) => (r?.rounds ?? []).map((us) => fixed(us, 0)).join(' ')).join(' / '),
+      String(failures),
+    ];
+  });
+  return { columns, body };
+}
+
+function goalTable(goals, runs) {
+  const columns = ['goal', 'target', ...runs.map((_, i) => `run ${i + 1}`), 'median', 'spread', 'verdict'];
+  const body = goals.map((g) => [
+    g.path,
+    g.target,
+    ...g.figures.map((x) => (Number.isFinite(x) ? `${x.toFixed(2)}${g.unit}` : '—')),
+    Number.isFinite(g.median) ? `**${g.median.toFixed(2)}${g.unit}**` : '—',
+    Number.isFinite(g.spread) ? g.spread.toFixed(2) : '—',
+    g.verdict,
+  ]);
+  return { columns, body };
+}
+
+function latencyTable(latency) {
+  const columns = [
+    'target',
+    'offered req/s',
+    'p50 ms',
+    'p99 ms',
+    'p99 / undici proxy',
+    'CPU µs/req there',
+    'verdict',
+  ];
+  const body = latency.map((l) => [
+    l.name,
+    fixed(l.rate, 0),
+    fixed(l.p50, 2),
+    fixed(l.p99, 2),
+    fixed(l.ratio, 2),
+    fixed(l.cpuUs, 1),
+    l.verdict,
+  ]);
+  return { columns, body };
 }
 
 /**
- * Prints everything and writes `file`. Returns the lines flagging a target (errors, a wrong answer,
- * a crash) and the goal rows.
+ * The workers row's processes in each run's lowest round: the primary's CPU per request, and each
+ * worker's share of the requests (of the bytes the workers wrote) and its CPU per request answered.
  */
-export function summarize({ head, opts, targets, notes, rss, rssWarm, micro }, file) {
-  const flagged = [
-    ...failureNotes(targets),
-    ...targets.filter((t) => t.wrong).map((t) => `! ${t.name}: ${t.wrong}`),
-    ...targets.filter((t) => t.crashed).map((t) => `! ${t.name}: ${t.crashed}`),
-  ];
-  const goals = goalRows(targets);
-  const rssLines = [
-    `warmed process (after one upload alone): before ${mib(rssWarm.before)}, peak ${mib(rssWarm.peak)}, ` +
-      `growth ${mib(rssWarm.growth)} (target ≤ 64 MiB), after ${mib(rssWarm.after)}; ${uploadsLine(rssWarm)}`,
-    `fresh process: before ${mib(rss.before)}, peak ${mib(rss.peak)}, growth ${mib(rss.growth)}, ` +
-      `after ${mib(rss.after)}; ${uploadsLine(rss)}`,
-  ];
-  const microLines = micro.map((m) =>
+function workerLines(rows, runs) {
+  const lines = [];
+  for (const row of rows.filter((r) => (r.gateway?.workers ?? 1) > 1)) {
+    runs.forEach((run, i) => {
+      const r = run.get(row.id);
+      if (!r?.processes) return;
+      const requests = r.runs.reduce((a, b) => (b.cpuUs < a.cpuUs ? b : a)).requests;
+      const primary = r.processes.find((p) => p.pid === r.pgid) ?? r.processes[0];
+      const workers = r.processes.filter((p) => p !== primary);
+      const written = workers.reduce((n, p) => n + p.wchar, 0);
+      const each = workers.map((w) => {
+        const share = written > 0 ? w.wchar / written : NaN;
+        const perRequest = share > 0 ? (w.cpu * 1e6) / (share * requests) : NaN;
+        return `${(share * 100).toFixed(0)} % of the requests at ${fixed(perRequest, 1)} µs each`;
+      });
+      lines.push(
+        `${row.name}, run ${i + 1}: ${fixed(r.cpuUs, 1)} µs/req in all; the primary ${fixed((primary.cpu * 1e6) / requests, 1)} µs/req; ` +
+          `workers: ${each.join(', ')}`,
+      );
+    });
+  }
+  return lines;
+}
+
+/**
+ * Prints everything and writes `file`. Returns the goals and latency rows (for `--check`) and the
+ * lines flagging a target (errors, a wrong answer, a crash).
+ */
+export function summarize({ head, opts, rows, runs, notes, rss, rssWarm, micro, extra = [] }, file) {
+  const flagged = [];
+  runs.forEach((run, i) => {
+    for (const row of rows) {
+      const r = run.get(row.id);
+      if (!r) continue;
+      if (r.wrong) flagged.push(`! run ${i + 1}, ${row.name}: ${r.wrong}`);
+      if (r.crashed) flagged.push(`! run ${i + 1}, ${row.name}: ${r.crashed}`);
+      if (r.failures > 0 && !r.wrong) {
+        const statuses = Object.entries(r.statuses).map(([c, n]) => `${c}×${n}`);
+        flagged.push(`! run ${i + 1}, ${row.name}: ${r.failures} failed answers ${statuses.join(' ')}`);
+      }
+    }
+  });
+  const goals = goalRows(runs, rows);
+  const latency = latencyRows(rows, runs);
+  const cpu = cpuTable(rows, runs);
+  const goal = goalTable(goals, runs);
+  const lat = latencyTable(latency);
+  const workers = workerLines(rows, runs);
+  const rssLines = rss
+    ? [
+        `warmed process (after one upload alone): before ${mib(rssWarm.before)}, peak ${mib(rssWarm.peak)}, ` +
+          `growth ${mib(rssWarm.growth)} (target ≤ 64 MiB), after ${mib(rssWarm.after)}; ${uploadsLine(rssWarm)}`,
+        `fresh process: before ${mib(rss.before)}, peak ${mib(rss.peak)}, growth ${mib(rss.growth)}, ` +
+          `after ${mib(rss.after)}; ${uploadsLine(rss)}`,
+      ]
+    : [];
+  const microLines = (micro ?? []).map((m) =>
     m.unit ? `${m.name}: ${m.value}` : `${m.name}: ${Math.round(m.ops).toLocaleString('en-US')}/s`,
   );
   const method =
-    `load: autocannon, ${opts.connections} keep-alive connections, ${opts.requests} requests per run, ` +
-    `${opts.rounds} rounds (targets alternating, after a warm-up of ${opts.warmup} requests each); ` +
-    `CPU µs/req: the target's processes' own user+system time (/proc, all threads; a gateway with ` +
-    `workers: the primary and every worker), the lowest of the rounds; of it kernel: that round's system ` +
-    `time (socket reads and writes, the log file); every round: each round's CPU µs/req in the order run; ` +
-    `req/s and latency: the mean of the rounds`;
+    `${runs.length} runs, each starting every target afresh in its own process group; per run: a warm-up of ` +
+    `${opts.warmup} requests, then ${opts.rounds} rounds of ${opts.requests} requests over ${opts.connections} ` +
+    `keep-alive connections (autocannon), the targets interleaved; CPU µs/req: the target's processes' own ` +
+    `user+system time (/proc, all threads; a gateway with workers: the primary and every worker), the lowest ` +
+    `round of each run; of it kernel: that round's system time; req/s: the mean of the rounds (wall clock); ` +
+    `then every target at a fixed offered load of half the undici proxy's req/s in that run ` +
+    `(${opts.latencySeconds} s) for p50/p99. Verdicts on the median of the runs' figures`;
   head.push(loadNow());
 
   const out = (line = '') => process.stdout.write(`${line}\n`);
   out(method);
   out();
-  out(targetTable(targets, false));
+  out(textTable(cpu.columns, cpu.body));
   [...notes, ...flagged].forEach((l) => out(l));
-  out('\nserver CPU per request, peer / gateway');
-  out(textTable(GOAL_COLUMNS, goalCells(goals)));
-  out(workersLine(targets, opts.workers));
-  out('\nRSS of the gateway under 20 concurrent signed 1 MiB PATCH uploads');
-  rssLines.forEach((l) => out(l));
-  out('\nmicro-benchmarks (in-process, one core)');
-  microLines.forEach((l) => out(l));
+  out('\ngoals: the median over the runs decides');
+  out(
+    textTable(
+      goal.columns,
+      goal.body.map((r) => r.map((c) => String(c).replaceAll('**', ''))),
+    ),
+  );
+  out('\nlatency at a fixed offered load (medians of the runs)');
+  out(textTable(lat.columns, lat.body));
+  if (workers.length > 0) out(`\nworkers\n${workers.join('\n')}`);
+  if (rssLines.length > 0) {
+    out('\nRSS of the gateway under 20 concurrent signed 1 MiB PATCH uploads');
+    rssLines.forEach((l) => out(l));
+  }
+  if (microLines.length > 0) {
+    out('\nmicro-benchmarks (in-process, one core)');
+    microLines.forEach((l) => out(l));
+  }
   out(`\n${head.at(-1)}`);
 
   const md = [
@@ -73,28 +182,33 @@ export function summarize({ head, opts, targets, notes, rss, rssWarm, micro }, f
     ...head.map((l) => `- ${l.replace(/^([\w ]+): (.*)$/, '$1: `$2`')}`),
     `- ${method}`,
     '',
-    targetTable(targets, true),
+    '## Server CPU per request, run by run',
+    '',
+    markdownTable(cpu.columns, cpu.body),
     '',
     ...[...notes, ...flagged].map((l) => `${l}  `),
     '',
-    '## Server CPU per request: peer / gateway (issue 13)',
+    '## Goals (bench/rows.mjs), decided on the median of the runs',
     '',
-    'Above 1 the gateway costs less CPU per request than the peer; a ratio within 10 % of its target counts as met.',
+    'A ratio is the peer\'s CPU per request over the row\'s (above 1: the row costs less); "spread" is the',
+    "largest run's figure minus the smallest: the noise of this machine at this time.",
     '',
-    markdownTable(GOAL_COLUMNS, goalCells(goals)),
+    markdownTable(goal.columns, goal.body),
     '',
-    `- ${workersLine(targets, opts.workers)}`,
+    '## Latency at a fixed offered load (medians of the runs)',
     '',
-    '## RSS under 20 concurrent signed 1 MiB uploads',
+    markdownTable(lat.columns, lat.body),
     '',
-    ...rssLines.map((l) => `- ${l}`),
-    '',
-    '## Micro-benchmarks (in-process, one core)',
-    '',
-    ...microLines.map((l) => `- ${l}`),
-    '',
+    ...(workers.length > 0 ? ['## Workers', '', ...workers.map((l) => `- ${l}`), ''] : []),
+    ...(rssLines.length > 0
+      ? ['## RSS under 20 concurrent signed 1 MiB uploads', '', ...rssLines.map((l) => `- ${l}`), '']
+      : []),
+    ...(microLines.length > 0
+      ? ['## Micro-benchmarks (in-process, one core)', '', ...microLines.map((l) => `- ${l}`), '']
+      : []),
+    ...extra,
   ];
   writeFileSync(file, md.join('\n'));
   out('\nwritten: bench/results.md');
-  return { flagged, goals };
+  return { flagged, goals, latency };
 }

@@ -19,6 +19,7 @@ import type { JwtConfig } from '../config/schema.js';
 import { errors, GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import { countedChild } from '../observability/define.js';
 import type { Tracing } from '../observability/tracing/tracing.js';
 import type { Identity } from '../http/identity.js';
 import { ASYMMETRIC_ALGORITHMS } from './jwk-set.js';
@@ -186,9 +187,9 @@ export function createJwtVerifier(config: JwtConfig, options: JwtVerifierOptions
 
   const counter = options.metrics?.jwtVerifications;
   const results = {
-    cached: counter?.labels({ result: 'cached' }),
-    verified: counter?.labels({ result: 'verified' }),
-    refused: counter?.labels({ result: 'refused' }),
+    cached: counter && countedChild(counter, { result: 'cached' }),
+    verified: counter && countedChild(counter, { result: 'verified' }),
+    refused: counter && countedChild(counter, { result: 'refused' }),
   };
   return {
     verify(token, wait = {}) {

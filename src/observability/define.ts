@@ -42,10 +42,14 @@ export class MetricDefinitions {
   constructor(readonly registry: Registry) {}
 
   counter<L extends string = never>(definition: CounterDefinition<L>): client.Counter<L> {
-    const { zero, ...options } = definition;
+    const { zero, collect, ...options } = definition;
     const counter = new client.Counter<L>({
       ...options,
       registers: [this.registry],
+      collect(this: client.Counter<L>) {
+        addCounted(this);
+        collect?.call(this);
+      },
     } as client.CounterConfiguration<L>);
     for (const labels of zero ?? []) counter.inc(labels, 0);
     return counter;
@@ -66,6 +70,57 @@ export class MetricDefinitions {
   own<M extends OwnMetric>(metric: M): M {
     this.registry.registerMetric(metric as unknown as client.Metric);
     return metric;
+  }
+}
+
+/** A counter's series counted per request (`countedChild`), by its label values. */
+interface Counted {
+  readonly labels: Record<string, string>;
+  count: number;
+  inc(value?: number): void;
+}
+
+const counted = new WeakMap<client.Counter<string>, Map<string, Counted>>();
+
+/**
+ * The series `labels` of `counter` (made by `MetricDefinitions.counter`) for a count made on every
+ * request: an increment adds to a plain number, handed to prom-client when the counter is scraped.
+ * prom-client's own `labels(…).inc()` hashes and checks the labels on every call. The series is
+ * exported at 0 from now on; asking again for the same labels gives the same series.
+ */
+export function countedChild<L extends string>(
+  counter: client.Counter<L>,
+  labels: Record<L, string>,
+): { inc(value?: number): void } {
+  let series = counted.get(counter as client.Counter<string>);
+  if (series === undefined) {
+    series = new Map();
+    counted.set(counter as client.Counter<string>, series);
+  }
+  const key = JSON.stringify(Object.entries(labels).sort());
+  let child = series.get(key);
+  if (child === undefined) {
+    counter.inc(labels as Partial<Record<L, string>>, 0);
+    child = {
+      labels,
+      count: 0,
+      inc(value = 1) {
+        this.count += value;
+      },
+    };
+    series.set(key, child);
+  }
+  return child;
+}
+
+/** Adds what `countedChild`'s series counted since the last scrape to `counter`. */
+function addCounted(counter: client.Counter<string>): void {
+  const series = counted.get(counter);
+  if (series === undefined) return;
+  for (const child of series.values()) {
+    if (child.count === 0) continue;
+    counter.inc(child.labels, child.count);
+    child.count = 0;
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * The duration histograms observed on every request (`gateway_request_duration_seconds` by operation,
- * `gateway_upstream_request_duration_seconds` by backend), kept in plain numbers, because prom-client's
+ * `gateway_upstream_request_duration_seconds` by backend, `gateway_rate_limit_store_duration_seconds`),
+ * kept in plain numbers, because prom-client's
  * `Histogram` hashes the labels and keys its buckets by number-to-string conversions on every
  * observation. Here each label value's series is a bucket count array, a sum and a count, found
  * once; when scraped, the series are handed to prom-client's registry in the form its own histograms
@@ -44,7 +45,7 @@ interface Sample {
 }
 
 /**
- * A histogram with one label: registered in a prom-client registry like any metric (`name`, `get`,
+ * A histogram with one label, or none (`label` undefined: one series, asked for as `series('')`): registered in a prom-client registry like any metric (`name`, `get`,
  * `reset`).
  */
 export class DurationHistogram {
@@ -57,11 +58,13 @@ export class DurationHistogram {
   constructor(
     readonly name: string,
     readonly help: string,
-    /** The one label (`operation`, `backend`). */
-    private readonly label: string,
+    /** The one label (`operation`, `backend`), or none. */
+    private readonly label: string | undefined,
     bounds: readonly number[],
   ) {
     this.#bounds = [...bounds].sort((a, b) => a - b);
+    // Without a label its one series is exported from the first scrape, at 0, as prom-client's is.
+    if (label === undefined) this.series('');
   }
 
   /** The series of label value `value`, made on its first observation (kept: its observer holds it). */
@@ -79,7 +82,7 @@ export class DurationHistogram {
     const values: Sample[] = [];
     const bucket = `${this.name}_bucket`;
     for (const [value, series] of this.#series) {
-      const labels = { [this.label]: value };
+      const labels: Record<string, string> = this.label === undefined ? {} : { [this.label]: value };
       let cumulative = 0;
       this.#bounds.forEach((le, i) => {
         cumulative += series.counts[i] as number;

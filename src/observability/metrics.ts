@@ -52,7 +52,7 @@ export interface Metrics {
   readonly jwtVerifications: client.Counter<'result'>;
   readonly storeDuration: client.Histogram<'backend' | 'operation'>;
   readonly rateLimitDecisions: client.Counter<'policy' | 'result'>;
-  readonly rateLimitStoreDuration: client.Histogram;
+  readonly rateLimitStoreDuration: DurationHistogram;
   readonly tokenStoreReloads: client.Counter<'result'>;
   readonly tokenStoreNotifyLag: client.Histogram;
   readonly configReloads: client.Counter<'result'>;
@@ -205,11 +205,14 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       help: 'Rate-limit decisions, by policy ("unauthenticated": the per-address limit) and result (allowed, limited, error).',
       labelNames: ['policy', 'result'],
     }),
-    rateLimitStoreDuration: define.histogram({
-      name: 'gateway_rate_limit_store_duration_seconds',
-      help: 'Time of one rate-limit decision in the redis store (one script), answered or not.',
-      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
-    }),
+    rateLimitStoreDuration: define.own(
+      new DurationHistogram(
+        'gateway_rate_limit_store_duration_seconds',
+        'Time of one rate-limit decision in the redis store (one script), answered or not.',
+        undefined,
+        [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      ),
+    ),
     storePools,
     tokenSources,
     tokenStoreReloads,

@@ -5,6 +5,7 @@
  */
 import { LIMITED_OPERATIONS, type RateLimitsConfig } from '../config/rate-limits.js';
 import type { Metrics } from '../observability/metrics.js';
+import { countedChild } from '../observability/define.js';
 import { type LimitRule, ruleOf } from './store.js';
 
 type Operation = (typeof LIMITED_OPERATIONS)[number];
@@ -33,10 +34,7 @@ export interface Applied {
 /** The counters of `policy`, each series exported at 0 from now on. */
 export function countsOf(metrics: Metrics, policy: string): PolicyCounts {
   const counter = metrics.rateLimitDecisions;
-  const child = (result: string) => {
-    counter.inc({ policy, result }, 0);
-    return counter.labels({ policy, result });
-  };
+  const child = (result: string) => countedChild(counter, { policy, result });
   return { allowed: child('allowed'), limited: child('limited'), error: child('error') };
 }
 

@@ -10,6 +10,7 @@
 import { hash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Cluster } from 'ioredis';
+import { LRUCache } from 'lru-cache';
 import type { RedisStoreConfig } from '../config/redis-store.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -21,6 +22,8 @@ import type { LimitRule, RateLimitStore, Reply } from './store.js';
 const PROBE_EVERY = 1_000;
 /** At most one log line per this many milliseconds about the store. */
 const LOG_EVERY = 60_000;
+/** Subjects whose key prefix is kept (an identity deciding again skips hashing its subject). */
+const TAGS_KEPT = 10_000;
 
 interface DecisionClient {
   rateLimit(count: number, ...keysAndArgs: Array<string | number>): Promise<number[]>;
@@ -41,7 +44,7 @@ export function createRedisStore(
   deps: { logger: Logger; metrics: Metrics },
 ): RedisStore {
   const { logger } = deps;
-  const duration = deps.metrics.rateLimitStoreDuration;
+  const duration = deps.metrics.rateLimitStoreDuration.series('');
   const client = openRedisClient(config);
   // ioredis bounds a cluster command by `timeout` only from when a node first takes it; one refused
   // before that (its node still connecting) would be retried for up to 16 redirections.
@@ -52,6 +55,16 @@ export function createRedisStore(
   /** The decision's member in a sorted set: unique across processes and decisions. */
   const instance = randomUUID();
   let sequence = 0;
+  /** Each subject's keys' prefix, its hash tag: the subject only ever reaches Redis hashed. */
+  const tags = new LRUCache<string, string>({ max: TAGS_KEPT });
+  const tagOf = (subject: string): string => {
+    let tag = tags.get(subject);
+    if (tag === undefined) {
+      tag = `${config.key_prefix}rl:{${hash('sha256', subject, 'base64url')}}:`;
+      tags.set(subject, tag);
+    }
+    return tag;
+  };
   let healthy = false;
   let lastLog = -Infinity;
   let suppressed = 0;
@@ -88,8 +101,7 @@ export function createRedisStore(
 
   return {
     decide(subject: string, rules: readonly LimitRule[], record: boolean): Promise<Reply | undefined> {
-      // The subject (a principal, an address) only ever reaches Redis hashed, as the keys' hash tag.
-      const tag = `${config.key_prefix}rl:{${hash('sha256', subject, 'base64url')}}:`;
+      const tag = tagOf(subject);
       const args: Array<string | number> = [];
       for (const rule of rules) args.push(tag + rule.id);
       args.push(record ? 1 : 0, `${instance}:${sequence++}`);

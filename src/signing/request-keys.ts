@@ -11,6 +11,8 @@ import { requestKey, SIGNED_DATE_LENGTH } from './chain.js';
 
 /** Targets longer than this are not kept (an entry's size stays small). */
 const CACHED_TARGET = 512;
+/** The most keys kept for one target (tokens, methods and hours that sign it). */
+const PER_TARGET = 32;
 
 /** A hasher for one request: `update` with each body chunk, then `digest` for the signature bytes. */
 export interface RequestHasher {
@@ -19,6 +21,10 @@ export interface RequestHasher {
 }
 
 interface Entry {
+  /** What the key was derived for, besides the target: the token, the method, the date's hour. */
+  readonly tokenId: string;
+  readonly method: string;
+  readonly hour: string;
   /** HMAC2: the key the body is hashed with. */
   readonly key: Buffer;
   /** The signature of an empty body, and its base64, once asked for. */
@@ -26,11 +32,16 @@ interface Entry {
   emptyText?: string;
 }
 
+/**
+ * Keys are kept per target, each target's few entries told apart by token, method and hour: a
+ * lookup hashes the target as it came and compares three short strings, where one key string made
+ * of all four was built, copied flat and hashed on every request. The bound counts entries.
+ */
 export class RequestKeys {
-  readonly #cache: LRUCache<string, Entry>;
+  readonly #cache: LRUCache<string, Entry[]>;
 
   constructor(max = 4096) {
-    this.#cache = new LRUCache({ max });
+    this.#cache = new LRUCache({ maxSize: max, sizeCalculation: (entries) => entries.length });
   }
 
   /** A hasher for one request of token `tokenId` (whose secret is `key`). */
@@ -74,13 +85,23 @@ export class RequestKeys {
   }
 
   #entry(tokenId: string, key: string | Buffer, method: string, target: string, requestDate: string): Entry {
-    if (target.length > CACHED_TARGET) return { key: requestKey(key, method, target, requestDate) };
-    const id = `${tokenId} ${requestDate.slice(0, SIGNED_DATE_LENGTH)} ${method} ${target}`;
-    let entry = this.#cache.get(id);
-    if (entry === undefined) {
-      entry = { key: requestKey(key, method, target, requestDate) };
-      this.#cache.set(id, entry);
+    if (target.length > CACHED_TARGET || requestDate.length < SIGNED_DATE_LENGTH) {
+      return derived(tokenId, key, method, target, requestDate);
     }
+    const entries = this.#cache.get(target);
+    if (entries !== undefined) {
+      for (let i = 0; i < entries.length; i++) {
+        const entry = entries[i] as Entry;
+        if (entry.tokenId === tokenId && entry.method === method && requestDate.startsWith(entry.hour)) {
+          return entry;
+        }
+      }
+    }
+    const entry = derived(tokenId, key, method, target, requestDate);
+    const kept = entries === undefined ? [] : entries.length < PER_TARGET ? entries : entries.slice(1);
+    kept.push(entry);
+    // Set again: the target's size (its count of entries) is counted anew.
+    this.#cache.set(target, kept);
     return entry;
   }
 
@@ -89,11 +110,25 @@ export class RequestKeys {
    * key's cache ids (`<token id>:<n>`, one per key during a rotation's overlap).
    */
   forget(tokenId: string): void {
-    const stale = [...this.#cache.keys()].filter(
-      (id) => id.startsWith(`${tokenId} `) || id.startsWith(`${tokenId}:`),
-    );
-    for (const id of stale) this.#cache.delete(id);
+    const stale = (id: string) => id === tokenId || id.startsWith(`${tokenId}:`);
+    for (const [target, entries] of [...this.#cache.entries()]) {
+      if (!entries.some((e) => stale(e.tokenId))) continue;
+      const kept = entries.filter((e) => !stale(e.tokenId));
+      if (kept.length === 0) this.#cache.delete(target);
+      else this.#cache.set(target, kept);
+    }
   }
+}
+
+function derived(
+  tokenId: string,
+  key: string | Buffer,
+  method: string,
+  target: string,
+  requestDate: string,
+): Entry {
+  const hour = requestDate.slice(0, SIGNED_DATE_LENGTH);
+  return { tokenId, method, hour, key: requestKey(key, method, target, requestDate) };
 }
 
 function emptyOf(entry: Entry): Buffer {

@@ -9,6 +9,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Metrics } from '../../observability/metrics.js';
+import { countedChild } from '../../observability/define.js';
 import { UpstreamAnswer } from '../../upstream/answer.js';
 import { type ForwardedRequest, neutralRequest } from '../../upstream/forwarded.js';
 import type { BackendCall } from '../backend-call.js';
@@ -70,9 +71,9 @@ export function createChecksumCache<B extends CollectorsBackend>(inner: B, optio
   const perIdentity = inner.perIdentity === true;
 
   const counted = {
-    hit: metrics.checksumCacheRequests.labels({ result: 'hit' }),
-    miss: metrics.checksumCacheRequests.labels({ result: 'miss' }),
-    stale: metrics.checksumCacheRequests.labels({ result: 'stale' }),
+    hit: countedChild(metrics.checksumCacheRequests, { result: 'hit' }),
+    miss: countedChild(metrics.checksumCacheRequests, { result: 'miss' }),
+    stale: countedChild(metrics.checksumCacheRequests, { result: 'stale' }),
   };
   const count = (result: 'hit' | 'miss' | 'stale') => counted[result].inc();
 
