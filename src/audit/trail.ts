@@ -10,7 +10,7 @@ import { errors } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { AuditAction, AuditEntry, AuditStatus, NewAuditEntry } from './entry.js';
 import { type AuditedProvider, refusalFields, updateFields } from './fields.js';
-import type { AuditMetrics } from './metrics.js';
+import type { AuditMetrics } from '../observability/audit-metrics.js';
 import type { AuditListQuery, AuditPage } from './query.js';
 import { RefusalLimiter } from './refusals.js';
 import { type AuditSql, type AuditStore, NEVER } from './store.js';

@@ -5,10 +5,11 @@
 // the ids it was given as JSON.
 import { createInterface } from 'node:readline';
 import { openAuditPool } from '../../dist/audit/pool.js';
+import { GATEWAY_SCHEMA } from '../../dist/backends/postgres/schema.js';
 import { createPostgresAuditStore } from '../../dist/audit/postgres.js';
 
 const [url, name, count] = process.argv.slice(2);
-const pool = await openAuditPool({ url, pool_size: 10 });
+const pool = await openAuditPool({ url, pool_size: 10, schema: GATEWAY_SCHEMA });
 const store = createPostgresAuditStore(pool);
 const signal = new AbortController().signal;
 const entry = (i) => ({
