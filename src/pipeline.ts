@@ -4,7 +4,7 @@
  * one field of the request context, and any stage that throws ends in the one error-envelope writer
  * (`http/envelope.ts`), run by `http/handler.ts`.
  */
-import { authorize } from './auth/authorize.js';
+import { authorize, type RefusalLog } from './auth/authorize.js';
 import type { Config } from './config/schema.js';
 import type { RequestContext } from './http/context.js';
 import { startDeadline } from './http/deadline.js';
@@ -21,12 +21,16 @@ export interface PipelineParts {
   /** The app's timer wheel, which fires the requests' deadlines. */
   readonly clock: DeadlineClock;
   readonly authenticate: Stage;
-  readonly operations: Readonly<Record<Exclude<OperationId, 'passthrough'>, Operation>> & {
+  readonly operations: Readonly<Record<Exclude<OperationId, 'passthrough' | 'ListAuditLogs'>, Operation>> & {
     /** Present when pass-through is configured: every other `/api/v2` request goes to it. */
     readonly passthrough?: Operation;
+    /** Present with `audit.serve_api`: `GET /api/v2/audit` from the audit trail. */
+    readonly ListAuditLogs?: Operation;
   };
   /** `rate_limits` (absent: the request path has no rate-limit stage at all). */
   readonly rateLimits?: RateLimitStages;
+  /** The audit trail, which records each 403 (contract §12); absent: no trail. */
+  readonly refusals?: RefusalLog;
 }
 
 /** The request's one `Prefer` (400 when repeated). */
@@ -55,8 +59,8 @@ export function createPipeline(parts: PipelineParts): Pipeline {
     ['authenticate', byAddress ? byAddress.counting(authenticate) : authenticate],
     // 429 over a policy of the verified identity; `RateLimit-Policy` and `RateLimit` on the answer.
     ...(byIdentity ? [['rate limit', byIdentity] as const] : []),
-    // 403 without the operation's permission.
-    ['authorize', (ctx) => authorize(ctx, operation.permission)],
+    // 403 without the operation's permission, recorded in the audit trail.
+    ['authorize', (ctx) => authorize(ctx, operation.permission, parts.refusals)],
     // path parameters (400) → existence (404) → body validation (400/413) → the backend.
     ['operation', (ctx) => operation.handle(ctx)],
   ];
@@ -76,7 +80,13 @@ export function createPipeline(parts: PipelineParts): Pipeline {
     // an odd Expect.
     route(ctx) {
       try {
-        ctx.route = routeRequest(ctx.req, ctx.rawTarget, ctx.path, operations.passthrough !== undefined);
+        ctx.route = routeRequest(
+          ctx.req,
+          ctx.rawTarget,
+          ctx.path,
+          operations.passthrough !== undefined,
+          operations.ListAuditLogs !== undefined,
+        );
       } catch (err) {
         // Every response says which wait applied, a refusal before the Prefer stage too.
         appliedWaitOnRefusal(ctx, prefer);

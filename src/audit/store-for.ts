@@ -4,12 +4,14 @@
  * file `<providers file>.audit.jsonl`; `upstream`, no trail.
  */
 import { type AuditConfig, auditPoolDefaults } from '../config/audit.js';
+import type { AuditMetrics } from '../observability/audit-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { Schema } from '../postgres/migrations.js';
 import { openFileAuditStore } from './file.js';
 import { openAuditPool } from './pool.js';
 import { createPostgresAuditStore } from './postgres.js';
 import type { AuditDatabase, AuditStore } from './store.js';
+import { type AuditTrail, createAuditTrail } from './trail.js';
 
 /** The parts of a gateway configuration the audit trail reads (what the configuration refuses: `config/schema.ts`). */
 export interface AuditConfigSource {
@@ -84,4 +86,33 @@ export async function openAuditStore(
       await pool.close();
     },
   };
+}
+
+/**
+ * The trail `config` names, open; undefined when it names none. A trail in the providers' own
+ * database writes through their pool (`database` gives it by URL), so that `success` goes in the
+ * change's transaction.
+ */
+export async function openAuditTrail(
+  config: AuditConfigSource,
+  deps: {
+    readonly logger: Logger;
+    readonly metrics: AuditMetrics;
+    readonly schema: Schema;
+    readonly database?: (url: string) => AuditDatabase | undefined;
+  },
+): Promise<AuditTrail | undefined> {
+  const target = auditStoreFor(config);
+  if (target === undefined) return undefined;
+  const { logger, metrics, schema } = deps;
+  const database =
+    target.type === 'postgres' && target.sharesProviders ? deps.database?.(target.url) : undefined;
+  const store = await openAuditStore(target, { logger, schema, ...(database && { database }) });
+  logger.info({ audit_store: store.kind, audit_where: store.where }, 'audit trail open');
+  return createAuditTrail(store, {
+    logger,
+    metrics,
+    refused: config.audit?.refused ?? true,
+    sharesTransactions: database !== undefined,
+  });
 }

@@ -101,7 +101,8 @@ export function parseConfig(text: string, baseDir: string, options: LoadOptions 
   for (const backend of Object.values(config.backends)) {
     if (backend.type === 'local') backend.path = path.resolve(baseDir, backend.path);
   }
-  if (config.audit?.store?.type === 'file') config.audit.store.path = path.resolve(baseDir, config.audit.store.path);
+  if (config.audit?.store?.type === 'file')
+    config.audit.store.path = path.resolve(baseDir, config.audit.store.path);
   resolveTlsPaths(config as unknown as Record<string, unknown>, baseDir);
   return deepFreeze(config);
 }

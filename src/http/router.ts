@@ -15,6 +15,8 @@ export type OperationId =
   | 'GetCollectorChecksum'
   | 'UpdateSSOProvider'
   | 'GetAssetGroupTagMember'
+  /** `GET /api/v2/audit`, answered from the audit trail when `audit.serve_api` is on (contract §12). */
+  | 'ListAuditLogs'
   /** Any other `/api/v2` request, forwarded to the service when pass-through is configured. */
   | 'passthrough';
 
@@ -62,6 +64,7 @@ const SPECS: readonly CompiledSpec[] = (
         '{asset_group_member_id}',
       ],
     },
+    { operation: 'ListAuditLogs', methods: ['GET', 'HEAD'], segments: ['api', 'v2', 'audit'] },
   ] satisfies RouteSpec[]
 ).map((spec) => ({
   ...spec,
@@ -164,9 +167,10 @@ export function cleanedTarget(target: string): string | undefined {
 /**
  * The route for `method` and the decoded path `segments`. Throws 404 for an unknown path and 405
  * (with `Allow`) for a known path with another method; with `passthrough`, both are the pass-through
- * route instead when the path is under `/api/v2`.
+ * route instead when the path is under `/api/v2`. The audit API's path is the gateway's only with
+ * `audit`; otherwise it is the service's.
  */
-function route(method: string, segments: readonly string[], passthrough: boolean): Route {
+function route(method: string, segments: readonly string[], passthrough: boolean, audit: boolean): Route {
   // TRACE would echo the gateway's own credentials back from the service; CONNECT is no request.
   const forwarded =
     passthrough &&
@@ -175,6 +179,7 @@ function route(method: string, segments: readonly string[], passthrough: boolean
     method !== 'TRACE' &&
     method !== 'CONNECT';
   for (const spec of SPECS) {
+    if (!audit && spec.operation === 'ListAuditLogs') continue;
     const params = match(spec, segments);
     if (!params) continue;
     if (!spec.methods.includes(method)) {
@@ -209,14 +214,20 @@ function match(spec: CompiledSpec, segments: readonly string[]): Record<string, 
  * a dot segment, 404 / 405 (or pass-through) by `route`, then 417 for an `Expect` other than
  * 100-continue (which Node leaves to us).
  */
-export function routeRequest(req: IncomingMessage, target: string, path: string, passthrough = false): Route {
+export function routeRequest(
+  req: IncomingMessage,
+  target: string,
+  path: string,
+  passthrough = false,
+  audit = false,
+): Route {
   if (req.headers.host === undefined && req.httpVersion === '1.1') throw errors.missingHost();
   const { raw, decoded } = checkTarget(target, path);
   // Only a `//`, a `/.` or an escape (`%2e`) can make a path that needs cleaning.
   const clean =
     path.includes('//') || path.includes('/.') || raw !== decoded ? cleaned(raw, decoded) : undefined;
   if (clean !== undefined) throw errors.movedPermanently(clean + target.slice(path.length));
-  const matched = route(req.method ?? '', decoded, passthrough);
+  const matched = route(req.method ?? '', decoded, passthrough, audit);
   const expect = req.headers.expect;
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') throw errors.expectationFailed();
   return matched;

@@ -9,6 +9,7 @@ export const OPERATIONS = [
   'GetCollectorChecksum',
   'UpdateSSOProvider',
   'GetAssetGroupTagMember',
+  'ListAuditLogs',
   'passthrough',
   'unmatched',
 ] as const;

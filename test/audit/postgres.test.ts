@@ -122,7 +122,11 @@ if (await requirePostgres(t)) {
   t.test('the database away: the intent fails closed (503), a lost outcome is a 500', async (t) => {
     const url = await createDatabase(t);
     const proxy = await startProxy(t, url);
-    const pool = await openAuditPool({ url: withPort(url, proxy.port), connect_timeout: 2_000, schema: GATEWAY_SCHEMA });
+    const pool = await openAuditPool({
+      url: withPort(url, proxy.port),
+      connect_timeout: 2_000,
+      schema: GATEWAY_SCHEMA,
+    });
     t.teardown(() => pool.close());
     const { registry, audit: auditMetrics } = createMetrics();
     const trail = createAuditTrail(createPostgresAuditStore(pool), {
@@ -220,22 +224,28 @@ if (await requirePostgres(t)) {
     },
   );
 
-  t.test('the schema: the gateway`s migrations, applied once by concurrent starts, recorded, and checked', async (t) => {
-    const url = await createDatabase(t);
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    t.teardown(() => client.end());
-    await t.rejects(openAuditPool({ url, migrate: false, schema: GATEWAY_SCHEMA }), /schema is at version 0/);
-    const runs = await Promise.all([0, 1, 2].map(() => openAuditPool({ url, schema: GATEWAY_SCHEMA })));
-    await Promise.all(runs.map((p) => p.close()));
-    const recorded = await sql<{ version: number }>(
-      url,
-      'SELECT version FROM gateway_schema_migrations WHERE version = 4',
-    );
-    t.same(recorded, [{ version: 4 }], 'the audit migration, in the gateway`s one sequence, applied once');
-    t.same(await migrate(client, GATEWAY_SCHEMA), [], 'nothing left to apply');
-    await checkSchema(client, GATEWAY_SCHEMA);
-    const checked = await openAuditPool({ url, migrate: false, schema: GATEWAY_SCHEMA });
-    await checked.close();
-  });
+  t.test(
+    'the schema: the gateway`s migrations, applied once by concurrent starts, recorded, and checked',
+    async (t) => {
+      const url = await createDatabase(t);
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      t.teardown(() => client.end());
+      await t.rejects(
+        openAuditPool({ url, migrate: false, schema: GATEWAY_SCHEMA }),
+        /schema is at version 0/,
+      );
+      const runs = await Promise.all([0, 1, 2].map(() => openAuditPool({ url, schema: GATEWAY_SCHEMA })));
+      await Promise.all(runs.map((p) => p.close()));
+      const recorded = await sql<{ version: number }>(
+        url,
+        'SELECT version FROM gateway_schema_migrations WHERE version = 4',
+      );
+      t.same(recorded, [{ version: 4 }], 'the audit migration, in the gateway`s one sequence, applied once');
+      t.same(await migrate(client, GATEWAY_SCHEMA), [], 'nothing left to apply');
+      await checkSchema(client, GATEWAY_SCHEMA);
+      const checked = await openAuditPool({ url, migrate: false, schema: GATEWAY_SCHEMA });
+      await checked.close();
+    },
+  );
 }

@@ -69,7 +69,10 @@ t.test('an audit.store is used whatever the backend; the providers` own database
     type: 'postgres',
     sharesProviders: false,
   });
-  const relative = parseConfig(gatewayYaml('audit: { store: { type: file, path: logs/audit.jsonl } }'), '/etc/gw');
+  const relative = parseConfig(
+    gatewayYaml('audit: { store: { type: file, path: logs/audit.jsonl } }'),
+    '/etc/gw',
+  );
   t.match(relative.audit?.store, { path: path.resolve('/etc/gw/logs/audit.jsonl') }, 'beside the file');
 });
 
@@ -94,36 +97,48 @@ function problems(text: string): string[] {
   }
 }
 
-t.test('check-config: a file trail with several workers is refused; an upstream without a trail warns', async (t) => {
-  const upstream = '{ type: upstream, url: "http://bh:8080", auth: { type: client } }';
-  t.same(problems(gatewayYaml('audit: {}')), []);
-  t.match(
-    problems(gatewayYaml('server: { workers: 4 }\naudit: { store: { type: file, path: /a.jsonl } }', upstream)),
-    [/^audit\.store\.type: must be "postgres" while server\.workers is more than 1/],
-  );
-  t.match(problems(gatewayYaml('server: { workers: auto }')), [/^server\.workers:/]);
-  t.same(
-    problems(gatewayYaml('server: { workers: 8 }', `{ type: postgres, url: "${PG}" }`)),
-    [],
-    'PostgreSQL serves several replicas',
-  );
-  t.match(problems(gatewayYaml('audit: { serve_api: true }', upstream)), [/^audit\.serve_api: needs a trail/]);
-  t.same(problems(gatewayYaml('audit: { serve_api: true }')), [], 'the providers` file keeps one');
-  t.match(problems(gatewayYaml('audit: { store: { type: file } }')), [/^audit\.store\.path/]);
-  t.match(problems(gatewayYaml('audit: { refused: maybe }')), [/^audit\.refused/]);
-  t.match(configWarnings(parseConfig(gatewayYaml('', upstream), '/etc/gw')), [
-    /under the gateway's credentials/,
-  ]);
-  t.same(configWarnings(parseConfig(gatewayYaml(''), '/etc/gw')), []);
-  t.same(
-    configWarnings(parseConfig(gatewayYaml('audit: { store: { type: file, path: a.jsonl } }', upstream), '/etc/gw')),
-    [],
-  );
-});
+t.test(
+  'check-config: a file trail with several workers is refused; an upstream without a trail warns',
+  async (t) => {
+    const upstream = '{ type: upstream, url: "http://bh:8080", auth: { type: client } }';
+    t.same(problems(gatewayYaml('audit: {}')), []);
+    t.match(
+      problems(
+        gatewayYaml('server: { workers: 4 }\naudit: { store: { type: file, path: /a.jsonl } }', upstream),
+      ),
+      [/^audit\.store\.type: must be "postgres" while server\.workers is more than 1/],
+    );
+    t.match(problems(gatewayYaml('server: { workers: auto }')), [/^server\.workers:/]);
+    t.same(
+      problems(gatewayYaml('server: { workers: 8 }', `{ type: postgres, url: "${PG}" }`)),
+      [],
+      'PostgreSQL serves several replicas',
+    );
+    t.match(problems(gatewayYaml('audit: { serve_api: true }', upstream)), [
+      /^audit\.serve_api: needs a trail/,
+    ]);
+    t.same(problems(gatewayYaml('audit: { serve_api: true }')), [], 'the providers` file keeps one');
+    t.match(problems(gatewayYaml('audit: { store: { type: file } }')), [/^audit\.store\.path/]);
+    t.match(problems(gatewayYaml('audit: { refused: maybe }')), [/^audit\.refused/]);
+    t.match(configWarnings(parseConfig(gatewayYaml('', upstream), '/etc/gw')), [
+      /under the gateway's credentials/,
+    ]);
+    t.same(configWarnings(parseConfig(gatewayYaml(''), '/etc/gw')), []);
+    t.same(
+      configWarnings(
+        parseConfig(gatewayYaml('audit: { store: { type: file, path: a.jsonl } }', upstream), '/etc/gw'),
+      ),
+      [],
+    );
+  },
+);
 
 t.test('opening each target: a file, and a database of its own (closed with the store)', async (t) => {
   const file = path.join(t.testdir(), 'trail.jsonl');
-  const store = await openAuditStore({ type: 'file', path: file }, { logger: silent, schema: GATEWAY_SCHEMA });
+  const store = await openAuditStore(
+    { type: 'file', path: file },
+    { logger: silent, schema: GATEWAY_SCHEMA },
+  );
   t.equal(store.kind, 'file');
   t.equal(store.where, file);
   t.equal((await store.append(newEntry())).id, 1);
