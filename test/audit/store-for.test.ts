@@ -9,7 +9,7 @@ import { GATEWAY_SCHEMA } from '../../src/backends/postgres/schema.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { auditStoreFor, openAuditStore } from '../../src/audit/store-for.js';
 import { auditSchema } from '../../src/config/audit.js';
-import { ConfigError, parseConfig } from '../../src/config/load.js';
+import { type ConfigError, parseConfig } from '../../src/config/load.js';
 import { configWarnings } from '../../src/config/warnings.js';
 import { createDatabase, requirePostgres } from '../helpers/postgres.js';
 import { newEntry, silent } from './helpers.js';
