@@ -108,8 +108,19 @@ export function createAuditTrail(store: AuditStore, options: AuditTrailOptions):
   const limiter = new RefusalLimiter(options.now ?? Date.now);
   const pending = new Set<Promise<unknown>>();
 
+  // Each action and status's counter, found once (a label look-up per entry is most of its cost).
+  const counters = new Map<string, { inc(): void }>();
+  const counted = (action: string, status: string) => {
+    const key = `${action} ${status}`;
+    let counter = counters.get(key);
+    if (counter === undefined) {
+      counter = metrics.entries.labels({ action, status });
+      counters.set(key, counter);
+    }
+    return counter;
+  };
   const published = (entry: AuditEntry): void => {
-    metrics.entries.inc({ action: entry.action, status: entry.status });
+    counted(entry.action, entry.status).inc();
     metrics.headId.set(entry.id);
     logger.info(
       {

@@ -89,7 +89,7 @@ if (await requirePostgres(t)) {
     t.ok((await verifyTrail(store.walk())).ok);
   });
 
-  t.test('a success that cannot be written in the transaction fails it, counted', async (t) => {
+  t.test('a success that cannot be written in the transaction fails it (503), counted', async (t) => {
     const url = await createDatabase(t);
     const pool = await openAuditPool({ url, schema: GATEWAY_SCHEMA });
     t.teardown(() => pool.close());
@@ -107,7 +107,7 @@ if (await requirePostgres(t)) {
         await query('SELECT 1 / 0').catch(() => undefined);
         await update.inTransaction?.(query, OUTCOME);
       }),
-      { code: '25P02' },
+      { status: 503, message: 'audit trail unavailable', cause: { code: '25P02' } },
     );
     await update.failed('an internal error occurred');
     t.match(await registry.metrics(), /gateway_audit_write_failures_total 1/);
