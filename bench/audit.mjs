@@ -7,22 +7,23 @@
  * transaction of its own, the success inside a change's transaction, as in the providers' database).
  * CPU is this process's own user + system time (process.cpuUsage, every thread), so the database
  * server's work is not counted. The reference lines (one synced write, one round trip, the change
- * without the trail) say what this machine charges for the parts no trail can avoid. Run alone:
+ * without the trail) say what this machine charges for the parts no trail can avoid. Each figure is
+ * the least loaded of several rounds. Run alone:
  *
  *   npm run build && node bench/audit.mjs [pairs]     (GATEWAY_BENCH_POSTGRES_URL: the admin database)
  */
-import { constants, mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, constants, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { pino } from 'pino';
-import { Registry } from 'prom-client';
+import { createLogger } from '../dist/observability/logger.js';
 import { openFileAuditStore } from '../dist/audit/file.js';
-import { createAuditMetrics } from '../dist/audit/metrics.js';
 import { openAuditPool } from '../dist/audit/pool.js';
 import { createPostgresAuditStore } from '../dist/audit/postgres.js';
 import { createAuditTrail } from '../dist/audit/trail.js';
+import { GATEWAY_SCHEMA } from '../dist/backends/postgres/schema.js';
+import { createMetrics } from '../dist/observability/metrics.js';
 
 const PAIRS = Number(process.argv[2] ?? 3000);
 const WARMUP = 200;
@@ -39,36 +40,65 @@ const START = {
 };
 const OUTCOME = { provider: { id: 11, name: 'okta-2' }, changed: ['name', 'display_name', 'metadata_xml'] };
 
-/** A trail on `store` logging as the gateway does (JSON lines, here to /dev/null). */
+/**
+ * A trail on `store` logging as the gateway does: its logger, a turn's lines in one write (here to
+ * /dev/null, as the gateway's standard output batches them).
+ */
 async function trailOn(store, sharesTransactions) {
-  const sink = await open('/dev/null', 'w');
-  const logger = pino({ level: 'info', base: undefined }, pino.destination({ fd: sink.fd, sync: false }));
+  const fd = openSync('/dev/null', 'w');
+  const lines = [];
+  const flush = () => lines.length > 0 && writeSync(fd, lines.splice(0).join(''));
+  const destination = {
+    write(line) {
+      if (lines.push(line) === 1) setImmediate(() => !closed && flush());
+    },
+  };
+  let closed = false;
   const trail = createAuditTrail(store, {
-    logger,
-    metrics: createAuditMetrics(new Registry()),
+    logger: createLogger('info', destination),
+    metrics: createMetrics().audit,
     sharesTransactions,
   });
-  return { trail, close: () => sink.close() };
+  return {
+    trail,
+    close() {
+      flush();
+      closed = true;
+      closeSync(fd);
+    },
+  };
 }
 
-/** CPU milliseconds of this process per call of `pair`, after a warm-up; and wall time. */
+/** Rounds each measurement is taken in: the least loaded round counts (a shared machine's noise only adds). */
+const ROUNDS = 5;
+
+/**
+ * CPU milliseconds of this process per call of `pair` (and wall time), after a warm-up: the round
+ * with the least CPU of `ROUNDS`, each of `PAIRS / ROUNDS` calls.
+ */
 async function measure(pair) {
   for (let i = 0; i < WARMUP; i++) await pair();
-  const cpu = process.cpuUsage();
-  const wall = performance.now();
-  for (let i = 0; i < PAIRS; i++) await pair();
-  const used = process.cpuUsage(cpu);
-  return {
-    cpuMs: (used.user + used.system) / 1000 / PAIRS,
-    userMs: used.user / 1000 / PAIRS,
-    wallMs: (performance.now() - wall) / PAIRS,
-  };
+  const per = Math.max(1, Math.floor(PAIRS / ROUNDS));
+  let best;
+  for (let round = 0; round < ROUNDS; round++) {
+    const cpu = process.cpuUsage();
+    const wall = performance.now();
+    for (let i = 0; i < per; i++) await pair();
+    const used = process.cpuUsage(cpu);
+    const r = {
+      cpuMs: (used.user + used.system) / 1000 / per,
+      userMs: used.user / 1000 / per,
+      wallMs: (performance.now() - wall) / per,
+    };
+    if (best === undefined || r.cpuMs < best.cpuMs) best = r;
+  }
+  return best;
 }
 
 const show = (name, r) =>
   console.log(
     `${name.padEnd(46)} ${r.cpuMs.toFixed(3)} ms CPU each (user ${r.userMs.toFixed(3)}), ` +
-      `${r.wallMs.toFixed(3)} ms wall${name.startsWith('reference') ? '' : `   ${r.cpuMs <= 0.5 ? 'meets' : 'MISSES'} the 0.5 ms target`}`,
+      `${r.wallMs.toFixed(3)} ms wall${/^(reference|postgres: intent)/.test(name) ? '' : `   ${r.cpuMs <= 0.5 ? 'meets' : 'MISSES'} the 0.5 ms target`}`,
   );
 
 const dir = mkdtempSync(path.join(tmpdir(), 'gateway-audit-bench-'));
@@ -86,7 +116,7 @@ try {
   );
   await synced.close();
   const fileStore = await openFileAuditStore(path.join(dir, 'trail.jsonl'), {
-    logger: pino({ level: 'silent' }),
+    logger: createLogger('silent'),
   });
   const file = await trailOn(fileStore, false);
   show(
@@ -129,7 +159,7 @@ if (!reachable) {
   try {
     const url = new URL(ADMIN);
     url.pathname = `/${name}`;
-    const pool = await openAuditPool({ url: url.toString(), pool_size: 4 });
+    const pool = await openAuditPool({ url: url.toString(), pool_size: 4, schema: GATEWAY_SCHEMA });
     await pool.query('CREATE TABLE changes (id integer PRIMARY KEY, n integer)', [], signal);
     await pool.query('INSERT INTO changes VALUES (1, 0)', [], signal);
     const store = createPostgresAuditStore(pool);

@@ -76,14 +76,17 @@ function typeText(node) {
   if (node.enum) return `one of ${node.enum.map(code).join(', ')}`;
   for (const key of ['oneOf', 'anyOf']) if (node[key]) return node[key].map(typeText).join(' or ');
   if (node.type === 'object') {
-    if (node.properties) return node.properties.type?.const ? `object, \`type: ${node.properties.type.const}\`` : 'object';
-    if (typeof node.additionalProperties === 'object') return `map of name to ${typeText(node.additionalProperties)}`;
+    if (node.properties)
+      return node.properties.type?.const ? `object, \`type: ${node.properties.type.const}\`` : 'object';
+    if (typeof node.additionalProperties === 'object')
+      return `map of name to ${typeText(node.additionalProperties)}`;
     return 'object';
   }
   if (node.type === 'array') return `list of ${typeText(node.items)}`;
   if (node.type === 'integer' || node.type === 'number') {
     const word = node.type === 'integer' ? 'integer' : 'number';
-    if (node.minimum !== undefined && node.maximum !== undefined) return `${word} ${node.minimum}–${node.maximum}`;
+    if (node.minimum !== undefined && node.maximum !== undefined)
+      return `${word} ${node.minimum}–${node.maximum}`;
     if (node.minimum !== undefined) return `${word} ≥ ${node.minimum}`;
     return word;
   }
@@ -109,13 +112,19 @@ function keyRows(node, at, rows, required = false) {
   }
   if (node.items) keyRows(node.items, `${at}[]`, rows);
   if (typeof node.additionalProperties === 'object') keyRows(node.additionalProperties, `${at}.*`, rows);
-  for (const key of ['oneOf', 'anyOf']) for (const variant of node[key] ?? []) keyRows(variant, at, rows, required);
+  for (const key of ['oneOf', 'anyOf'])
+    for (const variant of node[key] ?? []) keyRows(variant, at, rows, required);
   return rows;
 }
 
 function defaultText(row) {
   if (row.default === undefined) return row.required ? 'required' : '—';
-  if (row.default !== null && typeof row.default === 'object' && Object.keys(row.default).length === 0 && !Array.isArray(row.default))
+  if (
+    row.default !== null &&
+    typeof row.default === 'object' &&
+    Object.keys(row.default).length === 0 &&
+    !Array.isArray(row.default)
+  )
     return '—';
   return code(row.default);
 }
@@ -123,7 +132,9 @@ function defaultText(row) {
 function table(rows) {
   const lines = ['| key | type | default | meaning |', '|---|---|---|---|'];
   for (const [key, row] of rows) {
-    lines.push(`| \`${cell(key)}\` | ${row.types.join(' or ')} | ${defaultText(row)} | ${cell(row.meaning ?? '')} |`);
+    lines.push(
+      `| \`${cell(key)}\` | ${row.types.join(' or ')} | ${defaultText(row)} | ${cell(row.meaning ?? '')} |`,
+    );
   }
   return lines;
 }
@@ -162,18 +173,33 @@ async function configurationReference() {
   for (const [key, child] of Object.entries(schema.properties)) {
     const meaning = child.description ?? '';
     const required = (schema.required ?? []).includes(key) ? ' Required.' : '';
-    section(`\`${key}\``, { properties: { [key]: child }, required: schema.required }, '', `${meaning}.${required}`, key);
+    section(
+      `\`${key}\``,
+      { properties: { [key]: child }, required: schema.required },
+      '',
+      `${meaning}.${required}`,
+      key,
+    );
   }
   const defs = Object.entries(schema.$defs).filter(([id]) => id !== 'reference');
   for (const [id, def] of defs) {
-    const users = [...all].filter(([, row]) => row.types.some((t) => t.includes(`(#${id})`))).map(([k]) => `\`${k}\``);
+    const users = [...all]
+      .filter(([, row]) => row.types.some((t) => t.includes(`(#${id})`)))
+      .map(([k]) => `\`${k}\``);
     const intro = `Taken by ${users.join(', ') || 'no key'}.`;
     const same = defs.find(
       ([other, d]) =>
-        other !== id && JSON.stringify({ ...def.properties, type: undefined }) === JSON.stringify({ ...d.properties, type: undefined }),
+        other !== id &&
+        JSON.stringify({ ...def.properties, type: undefined }) ===
+          JSON.stringify({ ...d.properties, type: undefined }),
     );
     const shown = same && def.properties.type ? { ...def, properties: { type: def.properties.type } } : def;
-    section(`\`<${id}>\``, shown, `<${id}>`, same && shown !== def ? `${intro} Every other key as in [\`<${same[0]}>\`](#${same[0]}).` : intro);
+    section(
+      `\`<${id}>\``,
+      shown,
+      `<${id}>`,
+      same && shown !== def ? `${intro} Every other key as in [\`<${same[0]}>\`](#${same[0]}).` : intro,
+    );
   }
   const stale = MEANING_PATHS.filter((p) => !all.has(p));
   problems.push(
@@ -189,13 +215,12 @@ async function gatewayMetrics() {
   const { createMetrics } = await load('observability/metrics.js');
   const { AUTH_FAILURES } = await load('auth/authenticate.js');
   const { targetMetrics } = await load('observability/target-metrics.js');
-  const { createAuditMetrics } = await load('audit/metrics.js');
   const { createPrimaryMetrics } = await load('observability/cluster-metrics.js');
   const { Registry } = await import(path.join(ROOT, 'node_modules/prom-client/index.js'));
   const metrics = createMetrics({ authFailures: AUTH_FAILURES });
   void metrics.tls.get().notAfter; // the TLS metrics are made on first use
   const registries = [metrics.registry];
-  for (const extra of [targetMetrics, createAuditMetrics]) {
+  for (const extra of [targetMetrics]) {
     const registry = new Registry();
     extra(registry);
     registries.push(registry);
@@ -209,7 +234,12 @@ async function gatewayMetrics() {
       for (const sample of (await metric.get()).values ?? []) {
         for (const [label, value] of Object.entries(sample.labels)) zero.get(label)?.add(String(value));
       }
-      found.set(metric.name, { type: metric.type ?? (await metric.get()).type, help: metric.help, labels, zero });
+      found.set(metric.name, {
+        type: metric.type ?? (await metric.get()).type,
+        help: metric.help,
+        labels,
+        zero,
+      });
     }
   }
   // The cluster primary's own metric: read from its text.
@@ -226,7 +256,7 @@ async function gatewayMetrics() {
 async function metricsReference() {
   const found = await gatewayMetrics();
   const lines = [
-    HEADER('the metric definitions of `src/observability/` and `src/audit/metrics.ts`'),
+    HEADER('the metric definitions of `src/observability/`'),
     '# Metrics',
     '',
     '`/metrics` on the admin listener (Prometheus text). What they mean together, in workers mode and',

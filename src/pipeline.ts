@@ -4,7 +4,7 @@
  * one field of the request context, and any stage that throws ends in the one error-envelope writer
  * (`http/envelope.ts`), run by `http/handler.ts`.
  */
-import { authorize } from './auth/authorize.js';
+import { authorize, type RefusalLog } from './auth/authorize.js';
 import { type BodyReader, hold } from './auth/verified-body.js';
 import type { OperationName } from './config/operation-paths.js';
 import type { Config } from './config/schema.js';
@@ -27,7 +27,10 @@ export interface PipelineParts {
   /** The app's timer wheel, which fires the requests' deadlines. */
   readonly clock: DeadlineClock;
   readonly authenticate: Stage;
-  readonly operations: Readonly<Record<OperationName, Operation>>;
+  readonly operations: Readonly<Record<OperationName, Operation>> & {
+    /** Present with `audit.serve_api`: `GET /api/v2/audit` from the audit trail. */
+    readonly ListAuditLogs?: Operation;
+  };
   /** `rate_limits` (absent: the request path has no rate-limit stage at all). */
   readonly rateLimits?: RateLimitStages;
   /**
@@ -42,6 +45,8 @@ export interface PipelineParts {
     readonly limits: RouteLimits;
     readonly body: BodyReader;
   };
+  /** The audit trail, which records each 403 (contract §12); absent: no trail. */
+  readonly refusals?: RefusalLog;
 }
 
 /** The request's one `Prefer` (400 when repeated). */
@@ -76,8 +81,8 @@ export function createPipeline(parts: PipelineParts): Pipeline {
     ['deadline', deadline],
     ...addressLimit,
     ...authenticated,
-    // 403 without the operation's permission.
-    ['authorize', (ctx) => authorize(ctx, operation.permission)],
+    // 403 without the operation's permission, recorded in the audit trail.
+    ['authorize', (ctx) => authorize(ctx, operation.permission, parts.refusals)],
     // path parameters (400) → existence (404) → body validation (400/413) → the backend.
     ['operation', (ctx) => operation.handle(ctx)],
   ];
@@ -121,7 +126,7 @@ export function createPipeline(parts: PipelineParts): Pipeline {
       // 403 without the route's permission; without one, any verified identity passes.
       ...(permission === undefined
         ? []
-        : [['authorize', (ctx: RequestContext) => authorize(ctx, permission)] as const]),
+        : [['authorize', (ctx: RequestContext) => authorize(ctx, permission, parts.refusals)] as const]),
       ['operation', (ctx) => passthrough.handle(ctx)],
     ];
   };
@@ -133,7 +138,13 @@ export function createPipeline(parts: PipelineParts): Pipeline {
     // an odd Expect; 404 for a route that hides its path.
     route(ctx) {
       try {
-        const route = routeRequest(ctx.req, ctx.rawTarget, ctx.path, frontDoor?.table);
+        const route = routeRequest(
+          ctx.req,
+          ctx.rawTarget,
+          ctx.path,
+          frontDoor?.table,
+          operations.ListAuditLogs !== undefined,
+        );
         ctx.route = route;
         if (route.rule?.auth === 'deny') throw errors.routeDenied();
       } catch (err) {

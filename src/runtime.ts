@@ -6,6 +6,8 @@
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { openAuditTrail } from './audit/store-for.js';
+import type { AuditTrail } from './audit/trail.js';
 import { createAuthenticate } from './auth/authenticate.js';
 import type { KeySourceInfo } from './auth/jwt.js';
 import type { KeySources } from './auth/key-sources.js';
@@ -23,6 +25,7 @@ import type { ClientTrust } from './tls/trust.js';
 import type { Metrics } from './observability/metrics.js';
 import type { Tracing } from './observability/tracing/tracing.js';
 import { createAssetGroupTagMember } from './operations/asset-group-tag-member.js';
+import { createAuditList } from './operations/audit-list.js';
 import { createCollectorChecksum } from './operations/collector-checksum.js';
 import { createPassthroughOperation, createPublicOperation } from './operations/passthrough/index.js';
 import { createSsoProviderUpdate } from './operations/sso-provider-update.js';
@@ -78,6 +81,18 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
     throw new Error(`server.tmp_dir ${tmpDir} is not a writable folder: ${err.message}`, { cause: err });
   });
   const backends = await createBackends(config, instance);
+  let audit: AuditTrail | undefined;
+  try {
+    audit = await openAuditTrail(config, {
+      logger,
+      metrics: metrics.audit,
+      schema: GATEWAY_SCHEMA,
+      database: (url) => backends.pool(url),
+    });
+  } catch (err) {
+    await backends.close();
+    throw new Error(`the audit trail cannot be opened: ${(err as Error).message}`, { cause: err });
+  }
   const tokens = openTokens(
     config.auth.signature,
     { logger, metrics, schema: GATEWAY_SCHEMA },
@@ -111,6 +126,7 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
     });
   const pipeline = createPipeline({
     ...(limits && { rateLimits: limits.stages }),
+    ...(audit && { refusals: audit }),
     prefer: config.prefer,
     clock: instance.clock,
     authenticate,
@@ -120,8 +136,10 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
         backend: backends.ssoProviders,
         forms: config.forms,
         logger,
+        ...(audit && { audit }),
       }),
       GetAssetGroupTagMember: createAssetGroupTagMember({ backend: backends.assetGroupTags }),
+      ...(audit && config.audit?.serve_api === true && { ListAuditLogs: createAuditList({ trail: audit }) }),
     },
     ...(passthrough &&
       open &&
@@ -138,6 +156,7 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
   /** What must be ready besides the key sources (whose own rule says which provider is required). */
   const stores = (): Record<string, Check> => ({
     ...backends.checks(),
+    ...(audit && { audit: auditCheck(audit) }),
     ...tokens.checks(),
     ...(passthrough && { passthrough: passthrough.ready?.() ?? true }),
   });
@@ -161,6 +180,8 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
     keySources: () => authenticate.sources(),
     async close() {
       authenticate.close();
+      // The trail first: its refusals still being written go out on the backends' pool.
+      await audit?.close();
       await Promise.allSettled([
         backends.close(),
         tokens.close(),
@@ -170,6 +191,15 @@ export async function buildRuntime(config: Config, instance: Instance, previous?
       ]);
     },
   };
+}
+
+/**
+ * The audit store as `/readyz` names it (contract §12): ready while it takes appends; degraded (the
+ * gateway still serves reads, and refuses changes with 503) while they fail.
+ */
+function auditCheck(audit: AuditTrail): Check {
+  const { kind, where, ready } = audit.store;
+  return ready() ? { ok: `${kind} ${where}` } : { degraded: `appends failing: ${kind} ${where}` };
 }
 
 /** Removes the `gateway_jwks_keys` series of the providers of `gone` that `kept` does not have. */

@@ -71,30 +71,60 @@ export function entryHash(previous: string, entry: Omit<AuditEntry, 'hash'>): st
 /**
  * `entry` as the entry after `head`: the next id, `created_at` from `now` (never earlier than the
  * head's, so that ids and times agree even when a replica's clock is behind), and its hash.
+ * `canonical` is the entry's canonical JSON (what its hash covers, and what a file line is made of).
  */
-export function sealEntry(head: AuditHead | undefined, entry: NewAuditEntry, now: number): AuditEntry {
+export function sealEntry(
+  head: AuditHead | undefined,
+  entry: NewAuditEntry,
+  now: number,
+): { entry: AuditEntry; canonical: string; head: AuditHead } {
   const time = Math.max(now, head?.time ?? 0);
-  // Written in this order (a file's line is read by people and SIEMs too); the hash sorts the keys.
-  const unsealed: Omit<AuditEntry, 'hash'> = {
-    id: (head?.id ?? 0) + 1,
-    created_at: new Date(time).toISOString(),
-    ...cleanEntry(entry),
+  const id = (head?.id ?? 0) + 1;
+  const createdAt = new Date(time).toISOString();
+  const { parts, clean } = canonicalParts(entry);
+  const canonical = `${parts[0]}${createdAt}${parts[1]}${id}${parts[2]}`;
+  const hash = createHash('sha256')
+    .update((head?.hash ?? GENESIS_HASH) + canonical, 'utf8')
+    .digest('hex');
+  return {
+    entry: { id, created_at: createdAt, ...clean, hash },
+    canonical,
+    head: { id, hash, time },
   };
-  return { ...unsealed, hash: entryHash(head?.hash ?? GENESIS_HASH, unsealed) };
 }
 
 /**
- * The canonical JSON of `entry` (cleaned by `cleanEntry`) in three parts, around where its `created_at` (a time of
- * `toISOString`'s form) and its `id` go: `parts[0] + time + parts[1] + id + parts[2]`. For a store
- * that allocates both where the hash is computed (the database).
+ * The canonical JSON of `entry`, cleaned (see `cleanEntry`), in three parts around where its
+ * `created_at` (a time of `toISOString`'s form) and its `id` go: `parts[0] + time + parts[1] + id +
+ * parts[2]` is the text `canonicalJson` makes of the whole entry. Written key by key in sorted
+ * order (only `fields` is sorted generically): this is every append's cost, and a store that
+ * allocates id and time where the hash is computed (the database) sends the parts.
  */
-export function canonicalParts(entry: NewAuditEntry): [string, string, string] {
-  // A NUL is in no cleaned string, so each placeholder's JSON occurs exactly once.
-  const text = canonicalJson({ ...entry, id: '\u0000', created_at: '\u0000' });
-  const parts = text.split('"\\u0000"');
-  if (parts.length !== 3) throw new Error('canonicalParts takes a cleaned entry (see cleanEntry)');
-  const [before, between, after] = parts as [string, string, string];
-  return [`${before}"`, `"${between}`, after];
+export function canonicalParts(entry: NewAuditEntry): {
+  parts: [string, string, string];
+  clean: NewAuditEntry;
+} {
+  let clean = entry;
+  let parts = partsOf(entry);
+  // JSON.stringify escapes a NUL and a lone surrogate: only then is there anything to clean.
+  if (ESCAPED_UNSTORABLE.test(parts[0] + parts[1] + parts[2])) {
+    clean = cleanEntry(entry);
+    parts = partsOf(clean);
+  }
+  return { parts, clean };
+}
+
+/** A NUL or a lone surrogate as `JSON.stringify` writes them. */
+const ESCAPED_UNSTORABLE = /\\u(?:0000|d[89a-f])/;
+
+function partsOf(e: NewAuditEntry): [string, string, string] {
+  const q = JSON.stringify;
+  return [
+    `{"action":${q(e.action)},"actor_email":${q(e.actor_email)},"actor_id":${q(e.actor_id)},` +
+      `"actor_name":${q(e.actor_name)},"commit_id":${q(e.commit_id)},"created_at":"`,
+    `","fields":${canonicalJson(e.fields)},"id":`,
+    `,"request_id":${q(e.request_id)},"source_ip_address":${q(e.source_ip_address)},"status":${q(e.status)}}`,
+  ];
 }
 
 /** The head that `entry` makes. */

@@ -59,17 +59,18 @@ export function metadataSha256(file: Uint8Array | string): string {
 /** The `fields` of an `UpdateSSOIdentityProvider` entry. */
 export function updateFields(update: {
   readonly ssoProviderId: number;
-  readonly provider: AuditedProvider;
+  /** Unknown through an upstream: `id` and `name` are then left out. */
+  readonly provider: AuditedProvider | undefined;
   readonly changed: readonly string[];
   readonly metadataSha256?: string | undefined;
   readonly error?: string | undefined;
 }): Record<string, unknown> {
-  const fields: Record<string, unknown> = {
-    sso_provider_id: update.ssoProviderId,
-    id: update.provider.id,
-    name: update.provider.name,
-    changed: [...update.changed],
-  };
+  const fields: Record<string, unknown> = { sso_provider_id: update.ssoProviderId };
+  if (update.provider !== undefined) {
+    fields.id = update.provider.id;
+    fields.name = update.provider.name;
+  }
+  fields.changed = [...update.changed];
   if (update.metadataSha256 !== undefined) fields.metadata_sha256 = update.metadataSha256;
   if (update.error !== undefined) fields.error = cutUtf8(update.error, MAX_ERROR_BYTES);
   return fields;

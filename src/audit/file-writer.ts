@@ -8,7 +8,7 @@
  */
 import { constants, statSync } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
-import { type AuditEntry, type AuditHead, headOf, type NewAuditEntry, sealEntry } from './entry.js';
+import { type AuditEntry, type AuditHead, type NewAuditEntry, sealEntry } from './entry.js';
 
 interface Waiting {
   readonly entry: NewAuditEntry;
@@ -103,12 +103,15 @@ export class TrailWriter {
   async #write(entries: NewAuditEntry[]): Promise<AuditEntry[]> {
     this.#check();
     let head = this.#head;
+    let text = '';
     const sealed = entries.map((entry) => {
       const next = sealEntry(head, entry, this.#now());
-      head = headOf(next);
-      return next;
+      head = next.head;
+      // The canonical JSON with its hash: keys in sorted order, `hash` last.
+      text += `${next.canonical.slice(0, -1)},"hash":"${next.entry.hash}"}\n`;
+      return next.entry;
     });
-    const bytes = Buffer.from(sealed.map((e) => `${JSON.stringify(e)}\n`).join(''), 'utf8');
+    const bytes = Buffer.from(text, 'utf8');
     try {
       await this.#handle.write(bytes, 0, bytes.length, this.#size);
     } catch (err) {

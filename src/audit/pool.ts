@@ -1,9 +1,10 @@
 /**
  * A database of the audit trail's own, for a trail that does not share the providers' database
- * pool: a node-postgres pool with bounded waits, its schema migrated (or checked) when opened.
+ * pool: a node-postgres pool with bounded waits, the gateway's schema (which holds `audit_logs`)
+ * migrated (or checked) when opened, by the runner every database of the gateway is migrated with.
  */
 import pg from 'pg';
-import { checkAuditSchema, migrateAudit } from './schema.js';
+import { checkSchema, migrate, type Schema } from '../postgres/migrations.js';
 import type { AuditDatabase, AuditSql } from './store.js';
 
 /** The pool's settings. */
@@ -14,6 +15,8 @@ export interface AuditPoolOptions {
   readonly statement_timeout?: number;
   /** Apply missing migrations (default), or only check that none is missing. */
   readonly migrate?: boolean;
+  /** The gateway's schema (handed down: it is put together above this layer). */
+  readonly schema: Schema;
 }
 
 /** An open pool: an `AuditDatabase` that must be closed. */
@@ -54,8 +57,8 @@ export async function openAuditPool(
   try {
     const client = await pool.connect();
     try {
-      if (options.migrate === false) await checkAuditSchema(client);
-      else await migrateAudit(client);
+      if (options.migrate === false) await checkSchema(client, options.schema);
+      else await migrate(client, options.schema);
     } finally {
       client.release();
     }

@@ -5,14 +5,7 @@
  * waits for this one's transaction to end, then reads the head it left. The gateway sends the time
  * and the entry's canonical JSON; the database computes the hash where the id is known.
  */
-import {
-  type AuditEntry,
-  type AuditHead,
-  canonicalParts,
-  cleanEntry,
-  headOf,
-  type NewAuditEntry,
-} from './entry.js';
+import { type AuditEntry, type AuditHead, canonicalParts, headOf, type NewAuditEntry } from './entry.js';
 import type { AuditListQuery, AuditPage } from './query.js';
 import { ENTRY_COLUMNS, type EntryRow, orderOf, whereOf } from './sql-query.js';
 import { type AuditDatabase, type AuditSql, type AuditStore, NEVER, type TrailItem } from './store.js';
@@ -33,10 +26,10 @@ export function createPostgresAuditStore(
 
   /** Appends `entry` with `run`: in the caller's transaction, or a statement of its own. */
   const appendWith = async (run: AuditSql, entry: NewAuditEntry): Promise<AuditEntry> => {
-    const clean = cleanEntry(entry);
+    const { parts, clean } = canonicalParts(entry);
     const [row] = await run<{ entry_id: string; entry_time: string; entry_hash: string }>(APPEND, [
       new Date(now()).toISOString(),
-      canonicalParts(clean),
+      parts,
       clean.actor_id,
       clean.actor_name,
       clean.actor_email,

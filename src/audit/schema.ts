@@ -1,10 +1,9 @@
 /**
- * The audit trail's table, `audit_logs` (the service's name), as numbered migrations applied in order
- * and recorded in `gateway_audit_migrations`, in one transaction under a transaction-scoped advisory
- * lock, so replicas that start together migrate once. A separate list from the backends' so that it
- * can be registered with the shared runner as it stands; never edit a shipped migration: add one.
+ * The audit trail's table, `audit_logs` (the service's name), as a migration of the gateway's one
+ * schema (registered in `backends/postgres/schema.ts`, applied by `postgres/migrations.ts`). Never
+ * edit a shipped migration: add one.
  */
-import type { ClientBase } from 'pg';
+import type { Migration } from '../postgres/migrations.js';
 
 /**
  * One append in one round trip: under a transaction-scoped advisory lock on the table (so replicas
@@ -14,7 +13,7 @@ import type { ClientBase } from 'pg';
  * statement of a volatile function takes a new snapshot in READ COMMITTED).
  */
 const APPEND_SQL = `
-      CREATE FUNCTION audit_append(
+      CREATE OR REPLACE FUNCTION audit_append(
         p_time timestamptz, p_parts text[], p_actor_id text, p_actor_name text, p_actor_email text,
         p_action text, p_fields jsonb, p_request_id text, p_source_ip_address text, p_status text,
         p_commit_id text
@@ -41,20 +40,16 @@ const APPEND_SQL = `
         RETURN NEXT;
       END $$;`;
 
-/** One migration of the audit schema. */
-export interface AuditMigration {
-  readonly version: number;
-  readonly name: string;
-  readonly sql: string;
-}
-
-/** Every audit migration, oldest first. */
-export const AUDIT_MIGRATIONS: readonly AuditMigration[] = [
+/**
+ * The audit trail's migrations. `IF NOT EXISTS` and `OR REPLACE`: a database where an earlier build
+ * made the same table by itself takes this migration as it stands.
+ */
+export const AUDIT_MIGRATIONS: readonly Migration[] = [
   {
-    version: 1,
-    name: 'audit trail entries, hash-chained',
+    version: 4,
+    name: 'audit trail entries, hash-chained, appended under one lock',
     sql: `
-      CREATE TABLE audit_logs (
+      CREATE TABLE IF NOT EXISTS audit_logs (
         id bigint PRIMARY KEY CHECK (id > 0),
         created_at timestamptz NOT NULL,
         actor_id text NOT NULL,
@@ -66,69 +61,11 @@ export const AUDIT_MIGRATIONS: readonly AuditMigration[] = [
         source_ip_address text NOT NULL,
         status text NOT NULL,
         commit_id text NOT NULL,
-        -- SHA-256 of the previous entry's hash and this entry's canonical JSON (see the README).
+        -- SHA-256 of the previous entry's hash and this entry's canonical JSON (docs/audit.md).
         hash text NOT NULL
       );
       -- The read API's default order, and its time window.
-      CREATE INDEX audit_logs_created_at_idx ON audit_logs (created_at, id);
+      CREATE INDEX IF NOT EXISTS audit_logs_created_at_idx ON audit_logs (created_at, id);
       ${APPEND_SQL}`,
   },
 ];
-
-/** The version the code expects. */
-export const AUDIT_SCHEMA_VERSION = AUDIT_MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);
-
-/** A fixed key for `pg_advisory_xact_lock`: the audit migrations, in any database. */
-const LOCK_KEY = 0x6277_6175; // "bwau"
-
-const TABLE = `CREATE TABLE IF NOT EXISTS gateway_audit_migrations (
-  version integer PRIMARY KEY,
-  name text NOT NULL,
-  applied_at timestamptz NOT NULL DEFAULT now()
-)`;
-
-/** Applies the audit migrations `client`'s database lacks, in one transaction; resolves with their versions. */
-export async function migrateAudit(client: ClientBase): Promise<number[]> {
-  await client.query('BEGIN');
-  try {
-    await client.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
-    await client.query(TABLE);
-    const { rows } = await client.query<{ version: number }>('SELECT version FROM gateway_audit_migrations');
-    const done = new Set(rows.map((r) => r.version));
-    const applied: number[] = [];
-    for (const m of AUDIT_MIGRATIONS) {
-      if (done.has(m.version)) continue;
-      await client.query(m.sql);
-      await client.query('INSERT INTO gateway_audit_migrations (version, name) VALUES ($1, $2)', [
-        m.version,
-        m.name,
-      ]);
-      applied.push(m.version);
-    }
-    await client.query('COMMIT');
-    return applied;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  }
-}
-
-/** Throws, saying what to do, unless the audit schema is at the version this code expects. */
-export async function checkAuditSchema(client: ClientBase): Promise<void> {
-  const { rows } = await client.query<{ exists: boolean }>(
-    "SELECT to_regclass('gateway_audit_migrations') IS NOT NULL AS exists",
-  );
-  let version = 0;
-  if (rows[0]?.exists === true) {
-    const max = await client.query<{ version: number }>(
-      'SELECT coalesce(max(version), 0) AS version FROM gateway_audit_migrations',
-    );
-    version = max.rows[0]?.version ?? 0;
-  }
-  if (version < AUDIT_SCHEMA_VERSION) {
-    throw new Error(
-      `the audit schema is at version ${version}, this gateway needs ${AUDIT_SCHEMA_VERSION}: ` +
-        'run the gateway once with migrate: true',
-    );
-  }
-}

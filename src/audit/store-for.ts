@@ -3,21 +3,22 @@
  * trail follows the `sso_providers` backend: `postgres`, the same database; `local`, the JSON-lines
  * file `<providers file>.audit.jsonl`; `upstream`, no trail.
  */
-import path from 'node:path';
 import { type AuditConfig, auditPoolDefaults } from '../config/audit.js';
+import type { AuditMetrics } from '../observability/audit-metrics.js';
 import type { Logger } from '../observability/logger.js';
+import type { Schema } from '../postgres/migrations.js';
 import { openFileAuditStore } from './file.js';
 import { openAuditPool } from './pool.js';
 import { createPostgresAuditStore } from './postgres.js';
 import type { AuditDatabase, AuditStore } from './store.js';
+import { type AuditTrail, createAuditTrail } from './trail.js';
 
-/** The parts of a gateway configuration the audit trail reads. */
+/** The parts of a gateway configuration the audit trail reads (what the configuration refuses: `config/schema.ts`). */
 export interface AuditConfigSource {
   readonly audit?: AuditConfig | undefined;
   readonly backends: {
     readonly sso_providers: { readonly type: string; readonly url?: string; readonly path?: string };
   };
-  readonly server?: { readonly workers?: number | 'auto' };
 }
 
 /** Where the trail is kept. */
@@ -57,46 +58,24 @@ export function auditStoreFor(config: AuditConfigSource): AuditTarget | undefine
   return undefined;
 }
 
-/** What `check-config` refuses about the trail of `config`, each naming the key. */
-export function auditConfigProblems(config: AuditConfigSource): string[] {
-  const target = auditStoreFor(config);
-  const workers = config.server?.workers ?? 1;
-  if (target?.type === 'file' && workers !== 1) {
-    const key = config.audit?.store ? 'audit.store.type' : 'server.workers';
-    return [
-      `${key}: a file audit trail has one writer: use server.workers: 1, or an audit store of type postgres`,
-    ];
-  }
-  return [];
-}
-
-/** What `check-config` warns about the trail of `config`. */
-export function auditWarnings(config: AuditConfigSource): string[] {
-  if (auditStoreFor(config) !== undefined) return [];
-  return [
-    'audit: backends.sso_providers is "upstream" and no audit.store is set: the service records SSO provider ' +
-      "changes under the gateway's credentials; configure audit.store to record the real actor",
-  ];
-}
-
-/** A file path of the `audit` key as the configuration file's folder makes it. */
-export function resolveAuditPath(audit: AuditConfig | undefined, baseDir: string): AuditConfig | undefined {
-  if (audit?.store?.type !== 'file') return audit;
-  return { ...audit, store: { ...audit.store, path: path.resolve(baseDir, audit.store.path) } };
-}
-
 /**
  * Opens the store of `target`. A PostgreSQL trail in the providers' database uses `database` (the
  * shared pool) when given; otherwise it opens a pool of its own, closed with the store.
  */
 export async function openAuditStore(
   target: AuditTarget,
-  deps: { readonly logger: Logger; readonly database?: AuditDatabase; readonly now?: () => number },
+  deps: {
+    readonly logger: Logger;
+    /** The gateway's schema, migrated (or checked) in a database of the trail's own. */
+    readonly schema: Schema;
+    readonly database?: AuditDatabase;
+    readonly now?: () => number;
+  },
 ): Promise<AuditStore> {
   const { logger, now } = deps;
   if (target.type === 'file') return openFileAuditStore(target.path, { logger, ...(now ? { now } : {}) });
   if (deps.database !== undefined) return createPostgresAuditStore(deps.database, now ? { now } : {});
-  const pool = await openAuditPool(target, (err) =>
+  const pool = await openAuditPool({ ...target, schema: deps.schema }, (err) =>
     logger.warn({ err: err.message }, 'audit database connection lost'),
   );
   const store = createPostgresAuditStore(pool, now ? { now } : {});
@@ -107,4 +86,33 @@ export async function openAuditStore(
       await pool.close();
     },
   };
+}
+
+/**
+ * The trail `config` names, open; undefined when it names none. A trail in the providers' own
+ * database writes through their pool (`database` gives it by URL), so that `success` goes in the
+ * change's transaction.
+ */
+export async function openAuditTrail(
+  config: AuditConfigSource,
+  deps: {
+    readonly logger: Logger;
+    readonly metrics: AuditMetrics;
+    readonly schema: Schema;
+    readonly database?: (url: string) => AuditDatabase | undefined;
+  },
+): Promise<AuditTrail | undefined> {
+  const target = auditStoreFor(config);
+  if (target === undefined) return undefined;
+  const { logger, metrics, schema } = deps;
+  const database =
+    target.type === 'postgres' && target.sharesProviders ? deps.database?.(target.url) : undefined;
+  const store = await openAuditStore(target, { logger, schema, ...(database && { database }) });
+  logger.info({ audit_store: store.kind, audit_where: store.where }, 'audit trail open');
+  return createAuditTrail(store, {
+    logger,
+    metrics,
+    refused: config.audit?.refused ?? true,
+    sharesTransactions: database !== undefined,
+  });
 }

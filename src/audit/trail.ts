@@ -6,11 +6,11 @@
  * counted, and the head it makes is logged and exported.
  */
 import { randomUUID } from 'node:crypto';
-import { errors } from '../errors.js';
+import { errors, GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { AuditAction, AuditEntry, AuditStatus, NewAuditEntry } from './entry.js';
 import { type AuditedProvider, refusalFields, updateFields } from './fields.js';
-import type { AuditMetrics } from './metrics.js';
+import type { AuditMetrics } from '../observability/audit-metrics.js';
 import type { AuditListQuery, AuditPage } from './query.js';
 import { RefusalLimiter } from './refusals.js';
 import { type AuditSql, type AuditStore, NEVER } from './store.js';
@@ -34,8 +34,8 @@ export interface AuditRequest {
 /** An update that passed authentication, authorization and validation, about to be applied. */
 export interface UpdateStart extends AuditRequest {
   readonly ssoProviderId: number;
-  /** The provider as found before the change. */
-  readonly provider: AuditedProvider;
+  /** The provider as found before the change (unknown through an upstream). */
+  readonly provider: AuditedProvider | undefined;
   /** The fields the form asks to set (`requestedChanges`). */
   readonly requested: readonly string[];
   /** The SHA-256 of the metadata file, when one was sent (`metadataSha256`). */
@@ -44,7 +44,7 @@ export interface UpdateStart extends AuditRequest {
 
 /** What a committed update did: the provider after it, the fields that changed (`auditedChanges`). */
 export interface UpdateOutcome {
-  readonly provider: AuditedProvider;
+  readonly provider: AuditedProvider | undefined;
   readonly changed: readonly string[];
 }
 
@@ -55,7 +55,8 @@ export interface AuditedUpdate {
   intent(signal?: AbortSignal): Promise<void>;
   /**
    * Writes `success` inside the change's transaction (call it before its COMMIT); undefined when the
-   * trail does not share the change's database.
+   * trail does not share the change's database. Rejects with 503 `audit trail unavailable` when it
+   * cannot (the change then rolls back with it).
    */
   readonly inTransaction: ((query: AuditSql, outcome: UpdateOutcome) => Promise<void>) | undefined;
   /**
@@ -107,8 +108,19 @@ export function createAuditTrail(store: AuditStore, options: AuditTrailOptions):
   const limiter = new RefusalLimiter(options.now ?? Date.now);
   const pending = new Set<Promise<unknown>>();
 
+  // Each action and status's counter, found once (a label look-up per entry is most of its cost).
+  const counters = new Map<string, { inc(): void }>();
+  const counted = (action: string, status: string) => {
+    const key = `${action} ${status}`;
+    let counter = counters.get(key);
+    if (counter === undefined) {
+      counter = metrics.entries.labels({ action, status });
+      counters.set(key, counter);
+    }
+    return counter;
+  };
   const published = (entry: AuditEntry): void => {
-    metrics.entries.inc({ action: entry.action, status: entry.status });
+    counted(entry.action, entry.status).inc();
     metrics.headId.set(entry.id);
     logger.info(
       {
@@ -151,7 +163,7 @@ export function createAuditTrail(store: AuditStore, options: AuditTrailOptions):
       const commitId = randomUUID();
       const entry = (status: AuditStatus, fields: Record<string, unknown>) =>
         newEntry(start, 'UpdateSSOIdentityProvider', status, commitId, fields);
-      const fieldsOf = (provider: AuditedProvider, changed: readonly string[], error?: string) =>
+      const fieldsOf = (provider: AuditedProvider | undefined, changed: readonly string[], error?: string) =>
         updateFields({ ...start, provider, changed, error });
       let written: AuditEntry | undefined;
       const inTransaction =
@@ -162,7 +174,8 @@ export function createAuditTrail(store: AuditStore, options: AuditTrailOptions):
                 written = await (store.appendIn as NonNullable<AuditStore['appendIn']>)(query, success);
               } catch (err) {
                 lost(success, err);
-                throw err;
+                // The change rolls back with it: refused as an intent would be (the deadline's stays).
+                throw err instanceof GatewayError ? err : errors.auditUnavailable(err);
               }
             }
           : undefined;

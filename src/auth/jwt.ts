@@ -176,6 +176,9 @@ export function createJwtVerifier(config: JwtConfig, options: JwtVerifierOptions
       subject,
       principal: `jwt:${typeof payload.iss === 'string' ? payload.iss : ''} ${subject}`,
       permissions: c.permissions(payload),
+      // The audit trail's actor (contract §12): claims a token carries as strings only.
+      ...(typeof payload.name === 'string' && { name: payload.name }),
+      ...(typeof payload.email === 'string' && { email: payload.email }),
     });
     cache.set(token, {
       identity,

@@ -23,6 +23,8 @@ export interface Backends {
   readonly assetGroupTags: AssetGroupTagsBackend;
   /** Whether each backend can serve, by name (`collectors`, …, `postgres`), for /readyz. */
   checks(): Record<string, boolean>;
+  /** The open pool of the database at `url`, when a backend uses it (the audit trail shares it). */
+  pool(url: string): PostgresPool | undefined;
   /** Releases every backend's resources. */
   close(): Promise<void>;
 }
@@ -90,6 +92,7 @@ export async function createBackends(
     });
     opened.push(collectors);
     const pools = await Promise.all(databases.values());
+    const byUrl = new Map([...databases.keys()].map((url, i) => [url, pools[i] as PostgresPool]));
     const named: Array<[string, Closable]> = [
       ['collectors', collectors],
       ['sso_providers', ssoProviders],
@@ -101,6 +104,7 @@ export async function createBackends(
       ssoProviders,
       assetGroupTags,
       checks: () => Object.fromEntries(named.map(([name, b]) => [name, b.ready?.() ?? true])),
+      pool: (url) => byUrl.get(url),
       async close() {
         await Promise.allSettled(opened.map((b) => b.close()));
         await Promise.allSettled(pools.map((p) => p.close()));

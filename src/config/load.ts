@@ -103,6 +103,8 @@ export function parseConfig(text: string, baseDir: string, options: LoadOptions 
     backend.path = path.resolve(baseDir, backend.path);
     if ('seed' in backend && backend.seed !== undefined) backend.seed = path.resolve(baseDir, backend.seed);
   }
+  if (config.audit?.store?.type === 'file')
+    config.audit.store.path = path.resolve(baseDir, config.audit.store.path);
   resolveTlsPaths(config as unknown as Record<string, unknown>, baseDir);
   return deepFreeze(config);
 }

@@ -153,6 +153,19 @@ const MEANINGS: Readonly<Record<string, string>> = {
   'backends.collectors': 'the checksum files: `local` or `upstream`',
   'backends.sso_providers': 'the SSO providers: `local`, `upstream` or `postgres`',
   'backends.asset_group_tags': 'the asset group tags: `local`, `upstream` or `postgres`',
+  audit:
+    'the audit trail of SSO provider changes and 403 refusals (docs/audit.md); without it (or without `store`) the trail follows `backends.sso_providers`',
+  'audit.store': 'where the trail is kept: `postgres` (several replicas may share it) or `file` (one writer)',
+  'audit.store.type': '`postgres` or `file`',
+  'audit.store.url': 'postgres: the database; the providers’ own pool is used when it is their database',
+  'audit.store.pool_size':
+    'postgres: connections of the trail’s own pool (a database other than the providers’)',
+  'audit.store.connect_timeout': 'postgres: connecting to the trail’s database',
+  'audit.store.statement_timeout': 'postgres: longest statement on the trail’s database',
+  'audit.store.migrate': 'postgres: apply the gateway’s schema migrations at start',
+  'audit.store.path': 'file: the JSON-lines trail, relative to the configuration file; locked by one process',
+  'audit.refused': 'record each 403 for a missing permission (`UnauthorizedAccessAttempt`)',
+  'audit.serve_api': 'answer `GET /api/v2/audit` from this trail (permission `audit:read`)',
   passthrough:
     'every other authenticated `/api/v2` request of an identity holding `passthrough` is forwarded to this service; with it the gateway is the service’s front door (docs/front-door.md)',
   routes:

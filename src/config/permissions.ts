@@ -10,6 +10,8 @@ export const PERMISSIONS = [
   'sso_providers:write',
   'asset_group_tags:read',
   'passthrough',
+  // Reading the audit trail (`GET /api/v2/audit`, contract §12): `*` grants it, `passthrough` does not.
+  'audit:read',
   '*',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];

@@ -12,6 +12,7 @@ export const LIMITED_OPERATIONS = [
   'GetCollectorChecksum',
   'UpdateSSOProvider',
   'GetAssetGroupTagMember',
+  'ListAuditLogs',
   'passthrough',
 ] as const;
 

@@ -5,6 +5,7 @@
 import proxyaddr from 'proxy-addr';
 import { z } from 'zod';
 import { BACKEND_TYPES } from '../backends/table.js';
+import { type AuditConfig, auditSchema } from './audit.js';
 import { adminTlsSchema, clientCertificatesSchema, serverTlsSchema } from './tls.js';
 import { passthroughShape } from './upstream.js';
 import { checkJwtProviders } from './jwt-providers.js';
@@ -156,6 +157,8 @@ const schema = z
     rate_limits: rateLimitsSchema.optional(),
     /** OpenTelemetry tracing (contract §10); off when absent. */
     tracing: tracingSchema.optional(),
+    /** The audit trail (contract §12); without it the trail follows the sso_providers backend. */
+    audit: auditSchema.optional(),
   })
   .superRefine((c, ctx) => {
     checkJwtProviders(c.auth.jwt, (path, message) =>
@@ -198,6 +201,7 @@ const schema = z
       });
     }
     checkRoutes(c, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
+    checkAudit(c, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
     if (c.server.workers !== 1 && c.rate_limits?.store.type === 'memory') {
       ctx.addIssue({
         code: 'custom',
@@ -207,6 +211,29 @@ const schema = z
       });
     }
   });
+
+/**
+ * What the `audit` key may not be with the rest (contract §12): a file trail has one writer, and
+ * the read API needs a trail to answer from.
+ */
+function checkAudit(
+  c: { server: { workers: unknown }; backends: { sso_providers: { type: string } }; audit?: AuditConfig },
+  issue: (path: string[], message: string) => void,
+): void {
+  const store = c.audit?.store;
+  if (c.server.workers !== 1 && store?.type === 'file') {
+    issue(
+      ['audit', 'store', 'type'],
+      'must be "postgres" while server.workers is more than 1 (a file audit trail has one writer)',
+    );
+  }
+  if (c.audit?.serve_api === true && store === undefined && c.backends.sso_providers.type === 'upstream') {
+    issue(
+      ['audit', 'serve_api'],
+      'needs a trail to answer from: set audit.store (backends.sso_providers is "upstream", which keeps none)',
+    );
+  }
+}
 
 export const configSchema = schema;
 

@@ -14,6 +14,12 @@ export function configWarnings(config: Config): string[] {
       'server.trust_proxy: true trusts every X-Forwarded-For hop, so any client can choose its address: list your proxies in server.trusted_proxies instead',
     );
   }
+  if (config.backends.sso_providers.type === 'upstream' && config.audit?.store === undefined) {
+    warnings.push(
+      'audit: backends.sso_providers is "upstream" and no audit.store is set: the service records SSO provider ' +
+        "changes under the gateway's credentials; configure audit.store to record the real actor",
+    );
+  }
   warnings.push(...frontDoorWarnings(config));
   return warnings;
 }

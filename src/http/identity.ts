@@ -13,6 +13,22 @@ export interface Identity {
   readonly principal: string;
   /** What the identity may do; `*` grants everything. */
   readonly permissions: ReadonlySet<string>;
+  /** A JWT's `name` claim, when it has one (the audit trail's `actor_name`). */
+  readonly name?: string;
+  /** A JWT's `email` claim, when it has one (the audit trail's `actor_email`). */
+  readonly email?: string;
+}
+
+/**
+ * Who `identity` is in the audit trail (contract §12): `id` the token id, JWT `sub` or certificate
+ * subject; `name` a JWT's `name` claim, else the subject; `email` a JWT's `email` claim, else "".
+ */
+export function actorOf(identity: Identity): { id: string; name: string; email: string } {
+  return {
+    id: identity.tokenId ?? identity.subject,
+    name: identity.name ?? identity.subject,
+    email: identity.email ?? '',
+  };
 }
 
 /** True when `identity` holds `permission` (or `*`). */

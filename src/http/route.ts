@@ -6,11 +6,12 @@ import type { OperationName } from '../config/operation-paths.js';
 import type { Permission } from '../config/permissions.js';
 
 /**
- * The `operation` of a route: one of the three operations, `passthrough` (an authenticated request
+ * The `operation` of a route: one of the three operations, `ListAuditLogs` (the audit trail's read
+ * API, contract §12), `passthrough` (an authenticated request
  * forwarded to the service), `public` (one forwarded without credentials, contract §11), or
  * `unmatched` (a route that hides its path: `auth: deny`).
  */
-export type OperationId = OperationName | 'passthrough' | 'public' | 'unmatched';
+export type OperationId = OperationName | 'ListAuditLogs' | 'passthrough' | 'public' | 'unmatched';
 
 /** A matched route: the operation, its path parameters (percent-decoded once) and its name. */
 export interface Route {

@@ -23,6 +23,13 @@ const SPECS: readonly CompiledSpec[] = OPERATION_PATHS.map((spec) => ({
   names: spec.segments.map((p) => (p.startsWith('{') ? p.slice(1, -1) : undefined)),
 }));
 
+/** `GET /api/v2/audit`: the gateway's only with `audit.serve_api` (contract §12), else the service's. */
+const AUDIT = {
+  methods: ['GET', 'HEAD'],
+  segments: ['api', 'v2', 'audit'],
+  names: [undefined, undefined, undefined],
+};
+
 /** A `%` that does not start a two-digit hex escape. */
 const BAD_ESCAPE = /%(?![0-9a-fA-F]{2})/;
 /** What a path segment may not decode to hold: a slash, a backslash or a NUL. */
@@ -117,12 +124,24 @@ export function cleanedTarget(target: string): string | undefined {
 }
 
 /**
- * The route for `method` and the decoded path `segments`: one of the three operations, else (with
- * the front door's `table`, when pass-through is configured) the table's route, else 404; a known
- * operation path with another method is 405 (with `Allow`) without a table.
+/**
+ * The route for `method` and the decoded path `segments`: one of the three operations (or the audit
+ * API, with `audit`), else (with the front door's `table`, when pass-through is configured) the
+ * table's route, else 404; a known operation path with another method is 405 (with `Allow`) without a
+ * table, and the audit API's always.
  */
-function route(method: string, segments: readonly string[], table: RouteTable | undefined): Route {
+function route(
+  method: string,
+  segments: readonly string[],
+  table: RouteTable | undefined,
+  audit: boolean,
+): Route {
   let allow: string | undefined;
+  if (audit && match(AUDIT, segments)) {
+    if (AUDIT.methods.includes(method))
+      return { operation: 'ListAuditLogs', params: {}, name: 'ListAuditLogs' };
+    throw errors.methodNotAllowed(AUDIT.methods.join(', '));
+  }
   for (const spec of SPECS) {
     const params = match(spec, segments);
     if (!params) continue;
@@ -137,7 +156,10 @@ function route(method: string, segments: readonly string[], table: RouteTable | 
 }
 
 /** The parameters of `segments` when they match `spec`: checked first, the object made only for a match. */
-function match(spec: CompiledSpec, segments: readonly string[]): Record<string, string> | undefined {
+function match(
+  spec: Pick<CompiledSpec, 'segments' | 'names'>,
+  segments: readonly string[],
+): Record<string, string> | undefined {
   const { segments: pattern, names } = spec;
   if (pattern.length !== segments.length) return undefined;
   for (let i = 0; i < pattern.length; i++) {
@@ -158,14 +180,20 @@ function match(spec: CompiledSpec, segments: readonly string[]): Record<string, 
  * a dot segment, 404 / 405 (or the front door's route) by `route`, then 417 for an `Expect` other than
  * 100-continue (which Node leaves to us).
  */
-export function routeRequest(req: IncomingMessage, target: string, path: string, table?: RouteTable): Route {
+export function routeRequest(
+  req: IncomingMessage,
+  target: string,
+  path: string,
+  table?: RouteTable,
+  audit = false,
+): Route {
   if (req.headers.host === undefined && req.httpVersion === '1.1') throw errors.missingHost();
   const { raw, decoded } = checkTarget(target, path);
   // Only a `//`, a `/.` or an escape (`%2e`) can make a path that needs cleaning.
   const clean =
     path.includes('//') || path.includes('/.') || raw !== decoded ? cleaned(raw, decoded) : undefined;
   if (clean !== undefined) throw errors.movedPermanently(clean + target.slice(path.length));
-  const matched = route(req.method ?? '', decoded, table);
+  const matched = route(req.method ?? '', decoded, table, audit);
   const expect = req.headers.expect;
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') throw errors.expectationFailed();
   return matched;

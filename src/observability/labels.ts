@@ -12,6 +12,7 @@ export const OPERATIONS = [
   'GetCollectorChecksum',
   'UpdateSSOProvider',
   'GetAssetGroupTagMember',
+  'ListAuditLogs',
   'passthrough',
   'public',
   'unmatched',

@@ -5,6 +5,7 @@
  * and dashboards rely on them); labels carry only low-cardinality values, never paths, ids or tokens.
  */
 import client, { type Registry } from 'prom-client';
+import { type AuditMetrics, auditMetrics } from './audit-metrics.js';
 import type { Check } from './checks.js';
 import { each, MetricDefinitions } from './define.js';
 import { DurationHistogram } from './durations.js';
@@ -65,6 +66,8 @@ export interface Metrics {
   readonly tokenStores: Reported<number | undefined>;
   /** The readiness checks of the configuration serving (`gateway_ready`). */
   readonly readiness: Reported<Record<string, Check>>;
+  /** The audit trail's (contract §12). */
+  readonly audit: AuditMetrics;
 }
 
 /** Creates the registry with the default process metrics and every gateway metric. */
@@ -235,6 +238,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       aggregator: 'min',
     }),
     readiness,
+    audit: auditMetrics(define),
   };
   metrics.configLastReloadSuccess.setToCurrentTime();
   scrapedGauges(define, metrics);

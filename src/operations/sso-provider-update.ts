@@ -8,10 +8,14 @@
  * conversion, metadata); then the auto-provision set as a whole (a missing part, in the order enabled,
  * default_role_id, role_provision; then whether the role exists).
  */
+import { metadataSha256, requestedChanges } from '../audit/fields.js';
+import type { AuditTrail } from '../audit/trail.js';
 import type {
   AutoProvision,
+  SsoProvider,
   SsoProviderPatch,
   SsoProvidersBackend,
+  SsoProviderUpdate,
 } from '../backends/sso-providers/backend.js';
 import type { Config } from '../config/schema.js';
 import { errors } from '../errors.js';
@@ -25,6 +29,7 @@ import { type FormPart, type PartKind, readForm } from '../validate/form.js';
 import { ConcurrencyLimit } from '../validate/concurrency-limit.js';
 import { parseId } from '../validate/ids.js';
 import { parseSamlMetadata } from '../validate/saml.js';
+import { auditedUpdate } from './audited-update.js';
 import type { Operation } from './operation.js';
 
 const ENABLED = 'config.auto_provision.enabled';
@@ -52,13 +57,14 @@ const MAX_NAME = 255;
  */
 const VALIDATING = 2;
 
-/** The operation on `backend`, with the form limits of the configuration. */
+/** The operation on `backend`, with the form limits of the configuration and its audit trail, if any. */
 export function createSsoProviderUpdate(deps: {
   backend: SsoProvidersBackend;
   forms: Config['forms'];
   logger: Logger;
+  audit?: AuditTrail;
 }): Operation {
-  const { backend, forms, logger } = deps;
+  const { backend, forms, logger, audit: trail } = deps;
   const validating = new ConcurrencyLimit(VALIDATING);
   return {
     id: 'UpdateSSOProvider',
@@ -66,34 +72,57 @@ export function createSsoProviderUpdate(deps: {
     async handle(ctx: RequestContext) {
       const call = backendCall(ctx);
       const id = parseId(ctx.route?.params.sso_provider_id, 'sso_provider_id');
-      const known = backend.exists
-        ? await backend.exists(id, call)
-        : (await backend.get(id, call)) !== undefined;
-      if (!known) throw errors.notFound('path:sso_provider_id');
+      let found: SsoProvider | undefined;
+      if (backend.exists) {
+        if (!(await backend.exists(id, call))) throw errors.notFound('path:sso_provider_id');
+      } else {
+        found = await backend.get(id, call);
+        if (found === undefined) throw errors.notFound('path:sso_provider_id');
+      }
 
       // Waiting for its turn at the limit is bounded by the request's deadline, like its other work.
-      const patch = await readPatch(ctx, forms, backend, call, validating);
+      const { patch, sha256 } = await readPatch(ctx, forms, backend, call, validating, trail !== undefined);
 
-      const result = await backend.update(id, patch, call);
+      // The audit line of a change, once it is made: who, which provider, which fields.
+      const committed = (result: SsoProviderUpdate | UpstreamAnswer) => {
+        if (!(result instanceof UpstreamAnswer)) {
+          if (result.changed.length > 0) audit(logger, ctx, id, result.changed);
+        } else if (result.status >= 200 && result.status < 300) {
+          // The upstream applied it: the audit names the fields the form asked to set.
+          audit(
+            logger,
+            ctx,
+            id,
+            requestedChanges({
+              name: patch.name !== undefined,
+              metadata: patch.metadata !== undefined,
+              autoProvision: patch.autoProvision !== undefined,
+            }),
+          );
+        }
+      };
+      const result = trail
+        ? await auditedUpdate({
+            trail,
+            backend,
+            ctx,
+            call,
+            ssoProviderId: id,
+            patch,
+            found,
+            metadataSha256: sha256,
+            committed,
+          })
+        : await backend.update(id, patch, call);
       if (result instanceof UpstreamAnswer) {
-        // The upstream applied it: the audit names the fields the form asked to set.
-        if (result.status >= 200 && result.status < 300) audit(logger, ctx, id, requested(patch));
+        if (!trail) committed(result);
         return relay(ctx, result);
       }
       if (!result) throw errors.notFound('path:sso_provider_id');
-      if (result.changed.length > 0) audit(logger, ctx, id, result.changed);
+      if (!trail) committed(result);
       sendJson(ctx, 200, { data: result.provider });
     },
   };
-}
-
-/** The fields a patch asks to set, as the audit line names them. */
-function requested(patch: SsoProviderPatch): string[] {
-  const fields: string[] = [];
-  if (patch.name !== undefined) fields.push('name', 'display_name');
-  if (patch.metadata !== undefined) fields.push('idp_issuer_uri', 'idp_sso_uri', 'metadata_xml');
-  if (patch.autoProvision !== undefined) fields.push('config.auto_provision');
-  return fields;
 }
 
 /** The audit line of a change: who, which provider, which fields. */
@@ -122,9 +151,10 @@ async function readPatch(
   backend: SsoProvidersBackend,
   call: BackendCall,
   limit: ConcurrencyLimit,
-): Promise<SsoProviderPatch> {
+  audited: boolean,
+): Promise<{ patch: SsoProviderPatch; sha256: string | undefined }> {
   const { signal } = call;
-  const { patch, roleId } = await limit.run(signal, async () => {
+  const { patch, roleId, sha256 } = await limit.run(signal, async () => {
     const parts = await readForm({
       contentType: ctx.req.headers['content-type'],
       body: ctx.body,
@@ -132,12 +162,14 @@ async function readPatch(
       limits: forms,
       signal,
     });
-    return toPatch(parts);
+    // The audit trail names a new metadata file by its digest, never by its content.
+    const file = audited ? parts.find((p) => p.kind === 'file') : undefined;
+    return { ...toPatch(parts), sha256: file?.kind === 'file' ? metadataSha256(file.data) : undefined };
   });
   if (roleId !== undefined && !(await backend.roleExists(roleId, call))) {
     throw errors.invalidParameter(ROLE_ID);
   }
-  return patch;
+  return { patch, sha256 };
 }
 
 /**

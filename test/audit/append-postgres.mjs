@@ -1,14 +1,16 @@
 /* global process, AbortController */
+// Run from dist-test/test/audit, where ../../src is the build (dist-test/src links to dist/).
 // One of several processes appending to one PostgreSQL trail (the compiled store): opens the
 // database, says `ready`, waits for `go` on stdin, then makes `count` appends at once, every other
 // one inside a transaction that also records a change (as the providers' update does), and prints
 // the ids it was given as JSON.
 import { createInterface } from 'node:readline';
-import { openAuditPool } from '../../dist/audit/pool.js';
-import { createPostgresAuditStore } from '../../dist/audit/postgres.js';
+import { openAuditPool } from '../../src/audit/pool.js';
+import { GATEWAY_SCHEMA } from '../../src/backends/postgres/schema.js';
+import { createPostgresAuditStore } from '../../src/audit/postgres.js';
 
 const [url, name, count] = process.argv.slice(2);
-const pool = await openAuditPool({ url, pool_size: 10 });
+const pool = await openAuditPool({ url, pool_size: 10, schema: GATEWAY_SCHEMA });
 const store = createPostgresAuditStore(pool);
 const signal = new AbortController().signal;
 const entry = (i) => ({

@@ -24,7 +24,8 @@ t.test('canonical JSON sorts keys at every level and has no whitespace', async (
 });
 
 t.test('the first entry chains from 64 zeros; each next one from the previous hash', async (t) => {
-  const first = sealEntry(undefined, newEntry({ status: 'intent' }), Date.parse('2026-11-27T18:13:33.123Z'));
+  const sealed = sealEntry(undefined, newEntry({ status: 'intent' }), Date.parse('2026-11-27T18:13:33.123Z'));
+  const first = sealed.entry;
   t.equal(first.id, 1);
   t.equal(first.created_at, '2026-11-27T18:13:33.123Z');
   const { hash, ...rest } = first;
@@ -36,11 +37,13 @@ t.test('the first entry chains from 64 zeros; each next one from the previous ha
     `"fields":{"changed":["name","display_name"],"id":11,"name":"okta","sso_provider_id":1},"id":1,` +
     `"request_id":"5a1e0000-0000-4000-8000-000000000001","source_ip_address":"192.0.2.10","status":"intent"}`;
   t.equal(canonicalJson(rest), canonical);
+  t.equal(sealed.canonical, canonical, 'the text written key by key is the canonical JSON');
+  t.same(sealed.head, { id: 1, hash, time: Date.parse('2026-11-27T18:13:33.123Z') });
   t.equal(hash, sha256(`${'0'.repeat(64)}${canonical}`));
   t.match(hash, /^[0-9a-f]{64}$/);
 
   const head = { id: first.id, hash: first.hash, time: Date.parse(first.created_at) };
-  const second = sealEntry(head, newEntry({ status: 'success' }), Date.parse('2026-11-27T18:13:34Z'));
+  const second = sealEntry(head, newEntry({ status: 'success' }), Date.parse('2026-11-27T18:13:34Z')).entry;
   t.equal(second.id, 2);
   t.equal(second.created_at, '2026-11-27T18:13:34.000Z', 'always three fraction digits');
   const { hash: secondHash, ...secondRest } = second;
@@ -50,20 +53,32 @@ t.test('the first entry chains from 64 zeros; each next one from the previous ha
 
 t.test('created_at never goes before the head: a clock behind the last writer takes its time', async (t) => {
   const head = { id: 7, hash: 'a'.repeat(64), time: Date.parse('2026-11-27T18:13:33.500Z') };
-  const entry = sealEntry(head, newEntry(), Date.parse('2026-11-27T18:13:33.100Z'));
+  const entry = sealEntry(head, newEntry(), Date.parse('2026-11-27T18:13:33.100Z')).entry;
   t.equal(entry.id, 8);
   t.equal(entry.created_at, '2026-11-27T18:13:33.500Z');
 });
 
 t.test('strings every store keeps alike: a NUL or a lone surrogate becomes U+FFFD', async (t) => {
-  const entry = sealEntry(
+  const sealed = sealEntry(
     undefined,
     newEntry({ actor_name: 'a\u0000b\ud800c', fields: { e: 'x\udc00' } }),
     0,
   );
+  const { entry } = sealed;
   t.equal(entry.actor_name, 'a\uFFFDb\uFFFDc');
   t.same(entry.fields, { e: 'x\uFFFD' });
-  t.equal(sealEntry(undefined, newEntry({ actor_name: '😀' }), 0).actor_name, '😀', 'pairs are kept');
+  const { hash: _hash, ...rest } = entry;
+  t.equal(sealed.canonical, canonicalJson(rest), 'the canonical text is of the cleaned entry');
+  for (const odd of ['back\\u0000slash', 'é😀', '"quoted"\n', '\udfff\ud800']) {
+    const e = sealEntry(
+      undefined,
+      newEntry({ actor_email: odd, fields: { [odd]: [odd, { b: 1, a: odd }] } }),
+      0,
+    );
+    const { hash: _h, ...r } = e.entry;
+    t.equal(e.canonical, canonicalJson(r), `key by key equals the generic form: ${JSON.stringify(odd)}`);
+  }
+  t.equal(sealEntry(undefined, newEntry({ actor_name: '😀' }), 0).entry.actor_name, '😀', 'pairs are kept');
 });
 
 t.test(

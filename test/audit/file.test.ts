@@ -19,10 +19,9 @@ import {
 } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { Registry } from 'prom-client';
 import t from 'tap';
+import { createMetrics } from '../../src/observability/metrics.js';
 import { openFileAuditStore } from '../../src/audit/file.js';
-import { createAuditMetrics } from '../../src/audit/metrics.js';
 import { createAuditTrail } from '../../src/audit/trail.js';
 import { verifyTrail } from '../../src/audit/verify.js';
 import { createLogger } from '../../src/observability/logger.js';
@@ -170,7 +169,7 @@ t.test('a trail changed or removed behind the writer is refused; the intent fail
   const file = path.join(t.testdir(), 'trail.jsonl');
   const store = await openFileAuditStore(file, { logger: silent });
   t.teardown(() => store.close());
-  const trail = createAuditTrail(store, { logger: silent, metrics: createAuditMetrics(new Registry()) });
+  const trail = createAuditTrail(store, { logger: silent, metrics: createMetrics().audit });
   const start = {
     actor: { id: 'a', name: 'a', email: '' },
     requestId: 'r',

@@ -6,6 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Test } from 'tap';
+import { GATEWAY_SCHEMA } from '../../src/backends/postgres/schema.js';
 import type { NewAuditEntry } from '../../src/audit/entry.js';
 import { openFileAuditStore } from '../../src/audit/file.js';
 import { openAuditPool } from '../../src/audit/pool.js';
@@ -79,7 +80,7 @@ export async function fileUnderTest(t: Test, now?: () => number): Promise<StoreU
 export async function postgresUnderTest(t: Test, now?: () => number): Promise<StoreUnderTest | undefined> {
   if (!(await requirePostgres(t))) return undefined;
   const url = await createDatabase(t);
-  const pool = await openAuditPool({ url });
+  const pool = await openAuditPool({ url, schema: GATEWAY_SCHEMA });
   t.teardown(() => pool.close());
   const store = createPostgresAuditStore(pool, now ? { now } : {});
   return {

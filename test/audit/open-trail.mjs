@@ -1,8 +1,9 @@
 /* global process */
+// Run from dist-test/test/audit, where ../../src is the build (dist-test/src links to dist/).
 // A second process on a file trail (the compiled store): opens `file`, appends one entry, closes,
 // and prints `appended <id>`; or, refused, prints the reason on stderr and exits 1.
-import { openFileAuditStore } from '../../dist/audit/file.js';
-import { createLogger } from '../../dist/observability/logger.js';
+import { openFileAuditStore } from '../../src/audit/file.js';
+import { createLogger } from '../../src/observability/logger.js';
 
 const [file] = process.argv.slice(2);
 try {

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import t, { type Test } from 'tap';
 import { openAuditPool } from '../../src/audit/pool.js';
+import { GATEWAY_SCHEMA } from '../../src/backends/postgres/schema.js';
 import { createPostgresAuditStore } from '../../src/audit/postgres.js';
 import { verifyTrail } from '../../src/audit/verify.js';
 import { createDatabase, requirePostgres, sql } from '../helpers/postgres.js';
@@ -35,7 +36,7 @@ if (await requirePostgres(t)) {
   t.test('50 concurrent appends from two processes: one unbroken chain, ids 1 to 50', async (t) => {
     const url = await createDatabase(t);
     // The schema is in place before either starts, and the changes' own table beside it.
-    await (await openAuditPool({ url })).close();
+    await (await openAuditPool({ url, schema: GATEWAY_SCHEMA })).close();
     await sql(url, 'CREATE TABLE changes (who text, n integer)');
     const a = appender(t, url, 'a', 25);
     const b = appender(t, url, 'b', 25);
@@ -58,7 +59,7 @@ if (await requirePostgres(t)) {
     t.equal(new Set(rows.map((r) => r.request_id)).size, 50, 'every append is there once');
     t.same(await sql(url, 'SELECT count(*)::int AS n FROM changes'), [{ n: 24 }], 'every change committed');
 
-    const pool = await openAuditPool({ url });
+    const pool = await openAuditPool({ url, schema: GATEWAY_SCHEMA });
     t.teardown(() => pool.close());
     const report = await verifyTrail(createPostgresAuditStore(pool).walk());
     t.match(report, { ok: true, entries: 50, head: { id: 50 } });

@@ -4,13 +4,12 @@
  * the chain holds); the database away fails the intent closed (503) and a lost outcome is a 500; an
  * aborted request gets its deadline's error; the schema is migrated once and checked.
  */
-import { Registry } from 'prom-client';
 import pg from 'pg';
 import t from 'tap';
-import { createAuditMetrics } from '../../src/audit/metrics.js';
+import { GATEWAY_SCHEMA } from '../../src/backends/postgres/schema.js';
 import { openAuditPool } from '../../src/audit/pool.js';
 import { createPostgresAuditStore } from '../../src/audit/postgres.js';
-import { AUDIT_SCHEMA_VERSION, checkAuditSchema, migrateAudit } from '../../src/audit/schema.js';
+import { checkSchema, migrate } from '../../src/postgres/migrations.js';
 import { createAuditTrail, type UpdateStart } from '../../src/audit/trail.js';
 import { verifyTrail } from '../../src/audit/verify.js';
 import { errors, GatewayError } from '../../src/errors.js';
@@ -41,13 +40,13 @@ const OUTCOME = { provider: { id: 10, name: 'okta' }, changed: ['config.auto_pro
 if (await requirePostgres(t)) {
   t.test('success inside the change`s transaction: it commits with the change, or not at all', async (t) => {
     const url = await createDatabase(t);
-    const pool = await openAuditPool({ url });
+    const pool = await openAuditPool({ url, schema: GATEWAY_SCHEMA });
     t.teardown(() => pool.close());
     await sql(url, 'CREATE TABLE changes (n integer)');
     const store = createPostgresAuditStore(pool);
     const trail = createAuditTrail(store, {
       logger: silent,
-      metrics: createAuditMetrics(new Registry()),
+      metrics: createMetrics().audit,
       sharesTransactions: true,
     });
     const signal = new AbortController().signal;
@@ -90,14 +89,14 @@ if (await requirePostgres(t)) {
     t.ok((await verifyTrail(store.walk())).ok);
   });
 
-  t.test('a success that cannot be written in the transaction fails it, counted', async (t) => {
+  t.test('a success that cannot be written in the transaction fails it (503), counted', async (t) => {
     const url = await createDatabase(t);
-    const pool = await openAuditPool({ url });
+    const pool = await openAuditPool({ url, schema: GATEWAY_SCHEMA });
     t.teardown(() => pool.close());
-    const registry = new Registry();
+    const { registry, audit: auditMetrics } = createMetrics();
     const trail = createAuditTrail(createPostgresAuditStore(pool), {
       logger: silent,
-      metrics: createAuditMetrics(registry),
+      metrics: auditMetrics,
       sharesTransactions: true,
     });
     const update = trail.update(START);
@@ -108,7 +107,7 @@ if (await requirePostgres(t)) {
         await query('SELECT 1 / 0').catch(() => undefined);
         await update.inTransaction?.(query, OUTCOME);
       }),
-      { code: '25P02' },
+      { status: 503, message: 'audit trail unavailable', cause: { code: '25P02' } },
     );
     await update.failed('an internal error occurred');
     t.match(await registry.metrics(), /gateway_audit_write_failures_total 1/);
@@ -123,12 +122,16 @@ if (await requirePostgres(t)) {
   t.test('the database away: the intent fails closed (503), a lost outcome is a 500', async (t) => {
     const url = await createDatabase(t);
     const proxy = await startProxy(t, url);
-    const pool = await openAuditPool({ url: withPort(url, proxy.port), connect_timeout: 2_000 });
+    const pool = await openAuditPool({
+      url: withPort(url, proxy.port),
+      connect_timeout: 2_000,
+      schema: GATEWAY_SCHEMA,
+    });
     t.teardown(() => pool.close());
-    const registry = new Registry();
+    const { registry, audit: auditMetrics } = createMetrics();
     const trail = createAuditTrail(createPostgresAuditStore(pool), {
       logger: silent,
-      metrics: createAuditMetrics(registry),
+      metrics: auditMetrics,
     });
     const update = trail.update(START);
     await update.intent();
@@ -155,11 +158,11 @@ if (await requirePostgres(t)) {
 
   t.test('an intent under an aborted request gets the deadline`s error, and writes nothing', async (t) => {
     const url = await createDatabase(t);
-    const pool = await openAuditPool({ url });
+    const pool = await openAuditPool({ url, schema: GATEWAY_SCHEMA });
     t.teardown(() => pool.close());
     const trail = createAuditTrail(createPostgresAuditStore(pool), {
       logger: silent,
-      metrics: createAuditMetrics(new Registry()),
+      metrics: createMetrics().audit,
     });
     const controller = new AbortController();
     controller.abort(errors.deadline());
@@ -178,7 +181,7 @@ if (await requirePostgres(t)) {
       t.teardown(() => shared.close());
       const client = new pg.Client({ connectionString: url });
       await client.connect();
-      await migrateAudit(client);
+      await migrate(client, GATEWAY_SCHEMA);
       await client.end();
       const database: AuditDatabase = shared;
       trails.push({ shared, store: createPostgresAuditStore(database) });
@@ -188,7 +191,7 @@ if (await requirePostgres(t)) {
       for (const { shared, store } of trails) {
         const trail = createAuditTrail(store, {
           logger: silent,
-          metrics: createAuditMetrics(new Registry()),
+          metrics: createMetrics().audit,
           sharesTransactions: true,
         });
         const update = trail.update(START);
@@ -206,7 +209,7 @@ if (await requirePostgres(t)) {
     'the database allocates id and time: a gateway clock behind the head takes the head`s time',
     async (t) => {
       const url = await createDatabase(t);
-      const pool = await openAuditPool({ url });
+      const pool = await openAuditPool({ url, schema: GATEWAY_SCHEMA });
       t.teardown(() => pool.close());
       let now = Date.parse('2026-11-27T18:13:33.123Z');
       const store = createPostgresAuditStore(pool, { now: () => now });
@@ -221,19 +224,28 @@ if (await requirePostgres(t)) {
     },
   );
 
-  t.test('the schema: migrated once by concurrent starts, recorded, and checked', async (t) => {
-    const url = await createDatabase(t);
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    t.teardown(() => client.end());
-    await t.rejects(checkAuditSchema(client), /audit schema is at version 0/);
-    const runs = await Promise.all([0, 1, 2].map(() => openAuditPool({ url })));
-    await Promise.all(runs.map((p) => p.close()));
-    const recorded = await sql<{ version: number }>(url, 'SELECT version FROM gateway_audit_migrations');
-    t.same(recorded, [{ version: AUDIT_SCHEMA_VERSION }], 'applied once');
-    t.same(await migrateAudit(client), [], 'nothing left to apply');
-    await checkAuditSchema(client);
-    const checked = await openAuditPool({ url, migrate: false });
-    await checked.close();
-  });
+  t.test(
+    'the schema: the gateway`s migrations, applied once by concurrent starts, recorded, and checked',
+    async (t) => {
+      const url = await createDatabase(t);
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      t.teardown(() => client.end());
+      await t.rejects(
+        openAuditPool({ url, migrate: false, schema: GATEWAY_SCHEMA }),
+        /schema is at version 0/,
+      );
+      const runs = await Promise.all([0, 1, 2].map(() => openAuditPool({ url, schema: GATEWAY_SCHEMA })));
+      await Promise.all(runs.map((p) => p.close()));
+      const recorded = await sql<{ version: number }>(
+        url,
+        'SELECT version FROM gateway_schema_migrations WHERE version = 4',
+      );
+      t.same(recorded, [{ version: 4 }], 'the audit migration, in the gateway`s one sequence, applied once');
+      t.same(await migrate(client, GATEWAY_SCHEMA), [], 'nothing left to apply');
+      await checkSchema(client, GATEWAY_SCHEMA);
+      const checked = await openAuditPool({ url, migrate: false, schema: GATEWAY_SCHEMA });
+      await checked.close();
+    },
+  );
 }

@@ -4,17 +4,13 @@
  * each store, and the metrics defined once per registry.
  */
 import path from 'node:path';
-import { Registry } from 'prom-client';
 import t from 'tap';
-import { createAuditMetrics } from '../../src/audit/metrics.js';
-import {
-  auditConfigProblems,
-  auditStoreFor,
-  auditWarnings,
-  openAuditStore,
-  resolveAuditPath,
-} from '../../src/audit/store-for.js';
+import { GATEWAY_SCHEMA } from '../../src/backends/postgres/schema.js';
+import { createMetrics } from '../../src/observability/metrics.js';
+import { auditStoreFor, openAuditStore } from '../../src/audit/store-for.js';
 import { auditSchema } from '../../src/config/audit.js';
+import { type ConfigError, parseConfig } from '../../src/config/load.js';
+import { configWarnings } from '../../src/config/warnings.js';
 import { createDatabase, requirePostgres } from '../helpers/postgres.js';
 import { newEntry, silent } from './helpers.js';
 
@@ -73,45 +69,76 @@ t.test('an audit.store is used whatever the backend; the providers` own database
     type: 'postgres',
     sharesProviders: false,
   });
-  const relative = auditSchema.parse({ store: { type: 'file', path: 'logs/audit.jsonl' } });
-  t.match(resolveAuditPath(relative, '/etc/gateway')?.store, {
-    path: path.resolve('/etc/gateway/logs/audit.jsonl'),
-  });
+  const relative = parseConfig(
+    gatewayYaml('audit: { store: { type: file, path: logs/audit.jsonl } }'),
+    '/etc/gw',
+  );
+  t.match(relative.audit?.store, { path: path.resolve('/etc/gw/logs/audit.jsonl') }, 'beside the file');
 });
+
+/** A gateway configuration with `providers` as its SSO providers backend, and `extra` lines. */
+function gatewayYaml(extra: string, providers = '{ type: local, path: p.json }'): string {
+  return [
+    'backends:',
+    '  collectors: { type: local, path: c }',
+    `  sso_providers: ${providers}`,
+    '  asset_group_tags: { type: local, path: t.json }',
+    extra,
+  ].join('\n');
+}
+
+/** The problems the configuration's check names, or [] when it is accepted. */
+function problems(text: string): string[] {
+  try {
+    parseConfig(text, '/etc/gw');
+    return [];
+  } catch (err) {
+    return (err as ConfigError).problems;
+  }
+}
 
 t.test(
   'check-config: a file trail with several workers is refused; an upstream without a trail warns',
   async (t) => {
-    t.same(auditConfigProblems({ backends: { sso_providers: local }, server: { workers: 1 } }), []);
-    const file = auditSchema.parse({ store: { type: 'file', path: '/a.jsonl' } });
+    const upstream = '{ type: upstream, url: "http://bh:8080", auth: { type: client } }';
+    t.same(problems(gatewayYaml('audit: {}')), []);
     t.match(
-      auditConfigProblems({
-        audit: file,
-        backends: { sso_providers: { type: 'upstream' } },
-        server: { workers: 4 },
-      }),
-      [/^audit\.store\.type: a file audit trail has one writer/],
+      problems(
+        gatewayYaml('server: { workers: 4 }\naudit: { store: { type: file, path: /a.jsonl } }', upstream),
+      ),
+      [/^audit\.store\.type: must be "postgres" while server\.workers is more than 1/],
     );
-    t.match(auditConfigProblems({ backends: { sso_providers: local }, server: { workers: 'auto' } }), [
-      /^server\.workers:/,
-    ]);
+    t.match(problems(gatewayYaml('server: { workers: auto }')), [/^server\.workers:/]);
     t.same(
-      auditConfigProblems({
-        backends: { sso_providers: { type: 'postgres', url: PG } },
-        server: { workers: 8 },
-      }),
+      problems(gatewayYaml('server: { workers: 8 }', `{ type: postgres, url: "${PG}" }`)),
       [],
+      'PostgreSQL serves several replicas',
     );
-    t.match(auditWarnings({ backends: { sso_providers: { type: 'upstream' } } }), [
+    t.match(problems(gatewayYaml('audit: { serve_api: true }', upstream)), [
+      /^audit\.serve_api: needs a trail/,
+    ]);
+    t.same(problems(gatewayYaml('audit: { serve_api: true }')), [], 'the providers` file keeps one');
+    t.match(problems(gatewayYaml('audit: { store: { type: file } }')), [/^audit\.store\.path/]);
+    t.match(problems(gatewayYaml('audit: { refused: maybe }')), [/^audit\.refused/]);
+    t.match(configWarnings(parseConfig(gatewayYaml('', upstream), '/etc/gw')), [
       /under the gateway's credentials/,
     ]);
-    t.same(auditWarnings({ backends: { sso_providers: local } }), []);
+    t.same(configWarnings(parseConfig(gatewayYaml(''), '/etc/gw')), []);
+    t.same(
+      configWarnings(
+        parseConfig(gatewayYaml('audit: { store: { type: file, path: a.jsonl } }', upstream), '/etc/gw'),
+      ),
+      [],
+    );
   },
 );
 
 t.test('opening each target: a file, and a database of its own (closed with the store)', async (t) => {
   const file = path.join(t.testdir(), 'trail.jsonl');
-  const store = await openAuditStore({ type: 'file', path: file }, { logger: silent });
+  const store = await openAuditStore(
+    { type: 'file', path: file },
+    { logger: silent, schema: GATEWAY_SCHEMA },
+  );
   t.equal(store.kind, 'file');
   t.equal(store.where, file);
   t.equal((await store.append(newEntry())).id, 1);
@@ -123,18 +150,15 @@ t.test('opening each target: a file, and a database of its own (closed with the 
     backends: { sso_providers: local },
   });
   if (target === undefined) throw new Error('a target was expected');
-  const pg = await openAuditStore(target, { logger: silent });
+  const pg = await openAuditStore(target, { logger: silent, schema: GATEWAY_SCHEMA });
   t.equal(pg.kind, 'postgres');
   t.equal((await pg.append(newEntry())).id, 1);
   t.ok(pg.ready());
   await pg.close();
 });
 
-t.test('the metrics: defined once per registry, every action and status at 0 from the start', async (t) => {
-  const registry = new Registry();
-  const first = createAuditMetrics(registry);
-  const again = createAuditMetrics(registry);
-  t.equal(again.entries, first.entries, 'a reload gets the same metrics');
+t.test('the metrics: every action and status at 0 from the start', async (t) => {
+  const { registry } = createMetrics();
   const text = await registry.metrics();
   for (const series of [
     'gateway_audit_entries_total{action="UpdateSSOIdentityProvider",status="intent"} 0',

@@ -3,9 +3,8 @@
  * under one commit id, an intent left without outcome, refusals (at most 60 per identity a minute),
  * each entry counted and its head logged and exported.
  */
-import { Registry } from 'prom-client';
 import t from 'tap';
-import { createAuditMetrics } from '../../src/audit/metrics.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 import type { AuditEntry } from '../../src/audit/entry.js';
 import { type AuditTrail, createAuditTrail, type Refusal, type UpdateStart } from '../../src/audit/trail.js';
 import type { AuditStore } from '../../src/audit/store.js';
@@ -40,10 +39,10 @@ function refusal(principal: string, i = 0): Refusal {
 function observed(store: AuditStore, options: { refused?: boolean; now?: () => number } = {}) {
   const lines: Array<Record<string, unknown>> = [];
   const logger = createLogger('info', { write: (l: string) => void lines.push(JSON.parse(l)) });
-  const registry = new Registry();
+  const { registry, audit: auditMetrics } = createMetrics();
   const trail: AuditTrail = createAuditTrail(store, {
     logger,
-    metrics: createAuditMetrics(registry),
+    metrics: auditMetrics,
     ...options,
   });
   const metricOf = async (name: string, labels: Record<string, string> = {}) =>

@@ -118,7 +118,7 @@ if (await requirePostgres(t)) {
       const versions = await sql(url, 'SELECT version, name FROM gateway_schema_migrations ORDER BY version');
       t.same(
         versions.map((v) => v.version),
-        [1, 2, 3],
+        [1, 2, 3, 4],
       );
       await sql(
         url,
@@ -128,7 +128,7 @@ if (await requirePostgres(t)) {
       const db = await openPostgres(postgresConfig(url), d);
       t.teardown(() => db.close());
       t.ok(db.ready(), 'an older gateway keeps working on a newer schema');
-      t.equal(GATEWAY_SCHEMA.latest, 3);
+      t.equal(GATEWAY_SCHEMA.latest, 4);
     },
   );
 
@@ -142,7 +142,7 @@ if (await requirePostgres(t)) {
     await t.rejects(sso.get(1, never()), { status: 503, message: 'store unavailable' });
     t.match(
       d.lines.find((l) => l.msg === 'database unavailable'),
-      { err: /schema is at version 0, this gateway needs 3: run `gateway migrate/ },
+      { err: /schema is at version 0, this gateway needs 4: run `gateway migrate/ },
     );
     t.equal((await sql(url, "SELECT to_regclass('roles') AS r"))[0]?.r, null, 'nothing was created');
     t.equal((await runCli(runMigrate, ['--postgres', url])).code, 0);

@@ -11,6 +11,7 @@ import { stringify } from 'yaml';
 import { runAudit } from '../../src/cli/audit.js';
 import { openFileAuditStore } from '../../src/audit/file.js';
 import { openAuditPool } from '../../src/audit/pool.js';
+import { GATEWAY_SCHEMA } from '../../src/backends/postgres/schema.js';
 import { createPostgresAuditStore } from '../../src/audit/postgres.js';
 import type { AuditEntry } from '../../src/audit/entry.js';
 import { baseConfig, merge } from '../helpers/gateway.js';
@@ -152,7 +153,7 @@ t.test('usage mistakes exit 2; a configuration without a trail, or a missing one
 if (await requirePostgres(t)) {
   t.test('a PostgreSQL trail named by reference: verify, list, and a tampered row', async (t) => {
     const url = await createDatabase(t);
-    const pool = await openAuditPool({ url });
+    const pool = await openAuditPool({ url, schema: GATEWAY_SCHEMA });
     const store = createPostgresAuditStore(pool);
     for (let i = 0; i < 3; i++) await store.append(newEntry());
     await pool.close();

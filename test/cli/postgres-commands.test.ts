@@ -98,9 +98,9 @@ t.test('against the database', async (t) => {
   t.test('migrate applies the migrations once; a second run has nothing to do', async (t) => {
     const url = await createSchema(t, database);
     const first = await runCli(runMigrate, ['--postgres', url]);
-    t.same(first, { code: 0, stdout: 'applied migrations 1, 2, 3; schema is at version 3\n', stderr: '' });
+    t.same(first, { code: 0, stdout: 'applied migrations 1, 2, 3, 4; schema is at version 4\n', stderr: '' });
     const second = await runCli(runMigrate, [], { GATEWAY_POSTGRES_URL: url });
-    t.same(second, { code: 0, stdout: 'schema is up to date (version 3)\n', stderr: '' });
+    t.same(second, { code: 0, stdout: 'schema is up to date (version 4)\n', stderr: '' });
   });
 
   t.test('import loads both files; a second run changes nothing', async (t) => {

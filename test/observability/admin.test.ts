@@ -13,7 +13,14 @@ t.test('admin listener', async (t) => {
     t.equal(ready.status, 200);
     t.same(await ready.json(), {
       status: 'ready',
-      checks: { keys: 'ok', collectors: 'ok', sso_providers: 'ok', asset_group_tags: 'ok' },
+      checks: {
+        keys: 'ok',
+        collectors: 'ok',
+        sso_providers: 'ok',
+        asset_group_tags: 'ok',
+        // The audit store, named (contract §12): the providers file's trail beside it.
+        audit: `file ${gw.dataDir}/sso-providers.json.audit.jsonl`,
+      },
     });
     t.equal((await fetch(`${gw.adminUrl}/nope`)).status, 404);
     t.equal((await fetch(`${gw.adminUrl}/metrics`, { method: 'POST' })).status, 405);

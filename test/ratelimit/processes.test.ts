@@ -20,8 +20,9 @@ t.test('two gateways on one Redis admit together what one would', async (t) => {
   if (!(await requireRedis(t))) return;
   const prefix = uniquePrefix();
   cleanUp(t, prefix);
-  const dataDir = copySampleData();
-  const configFile = path.join(dataDir, 'gateway.yaml');
+  // A data folder each: one process writes a providers file's audit trail (contract §12).
+  const dataDirs = [copySampleData(), copySampleData()];
+  const configFiles = dataDirs.map((dir) => path.join(dir, 'gateway.yaml'));
   const config = (limit: number) =>
     stringify(
       merge(baseConfig(), {
@@ -34,14 +35,13 @@ t.test('two gateways on one Redis admit together what one would', async (t) => {
         },
       }),
     );
-  writeFileSync(configFile, config(10_000));
-  const gateways: ListeningGateway[] = await Promise.all([
-    startGatewayProcess(configFile),
-    startGatewayProcess(configFile),
-  ]);
+  for (const file of configFiles) writeFileSync(file, config(10_000));
+  const gateways: ListeningGateway[] = await Promise.all(
+    configFiles.map((file) => startGatewayProcess(file)),
+  );
   t.teardown(async () => {
     await Promise.all(gateways.map(stopGatewayProcess));
-    rmSync(dataDir, { recursive: true, force: true });
+    for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
   });
   const redis = redisClient(t);
   const redisNow = async () => {
@@ -82,7 +82,7 @@ t.test('two gateways on one Redis admit together what one would', async (t) => {
     token: TOKENS.reader,
   });
   t.equal(before.headers.ratelimit, `"shared";r=${LIMIT - 1};t=1`);
-  writeFileSync(configFile, config(5));
+  for (const file of configFiles) writeFileSync(file, config(5));
   for (const gw of gateways) gw.child.kill('SIGHUP');
   await Promise.all(gateways.map((gw) => gw.waitFor((l) => l.msg === 'configuration reloaded')));
   const after = await call(gateways[1] as ListeningGateway, {

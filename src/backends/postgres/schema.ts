@@ -1,8 +1,10 @@
 /**
- * The postgres backends' tables (migrations 1 and 2), and the gateway's whole schema: these and the
- * token store's (`tokens/schema.ts`), in one sequence. It is put together here, the lowest layer
- * that sees both owners; the token store, which sits below, is handed it.
+ * The postgres backends' tables (migrations 1 and 2), and the gateway's whole schema: these, the
+ * token store's (`tokens/schema.ts`) and the audit trail's (`audit/schema.ts`), in one sequence. It
+ * is put together here, the lowest layer that sees every owner; the token store and the audit
+ * trail, which sit below, are handed it.
  */
+import { AUDIT_MIGRATIONS } from '../../audit/schema.js';
 import { type Migration, schemaOf } from '../../postgres/migrations.js';
 import { TOKEN_MIGRATIONS } from '../../tokens/schema.js';
 
@@ -97,4 +99,4 @@ export const BACKEND_MIGRATIONS: readonly Migration[] = [
 ];
 
 /** Every migration of the gateway, whoever owns its tables. */
-export const GATEWAY_SCHEMA = schemaOf(BACKEND_MIGRATIONS, TOKEN_MIGRATIONS);
+export const GATEWAY_SCHEMA = schemaOf(BACKEND_MIGRATIONS, TOKEN_MIGRATIONS, AUDIT_MIGRATIONS);

@@ -2,6 +2,7 @@
 import type { UpstreamAnswer } from '../../upstream/answer.js';
 import type { Closable } from '../backend-type.js';
 import type { BackendCall } from '../backend-call.js';
+import type { Query } from '../postgres/session.js';
 
 /** `{"time": ..., "valid": ...}` as the API writes a nullable time. */
 export interface NullTime {
@@ -55,7 +56,21 @@ export interface SsoProviderUpdate {
   changed: string[];
 }
 
+/** What an update runs at its commit point, besides the change. */
+export interface UpdateHooks {
+  /**
+   * A store with transactions (PostgreSQL) runs this inside the change's transaction, right before
+   * its commit, with the transaction's statements: a rejection rolls the change back. Others ignore it.
+   */
+  readonly beforeCommit?: (result: SsoProviderUpdate, query: Query) => Promise<void>;
+}
+
 export interface SsoProvidersBackend extends Closable {
+  /**
+   * True for a backend that forwards the request (an upstream): once it went out, a failure leaves
+   * the outcome unknown (the audit trail then writes none). Absent: false.
+   */
+  readonly relays?: boolean;
   /** The provider whose `sso_provider_id.int32` is `ssoProviderId`, or undefined. */
   get(ssoProviderId: number, call: BackendCall): Promise<SsoProvider | undefined>;
   /**
@@ -74,6 +89,7 @@ export interface SsoProvidersBackend extends Closable {
     ssoProviderId: number,
     patch: SsoProviderPatch,
     call: BackendCall,
+    hooks?: UpdateHooks,
   ): Promise<SsoProviderUpdate | undefined | UpstreamAnswer>;
 }
 
@@ -83,5 +99,6 @@ export interface SsoProvidersStore extends SsoProvidersBackend {
     ssoProviderId: number,
     patch: SsoProviderPatch,
     call: BackendCall,
+    hooks?: UpdateHooks,
   ): Promise<SsoProviderUpdate | undefined>;
 }

@@ -94,8 +94,15 @@ export function createPostgresSsoProviders(db: PostgresPool): SsoProvidersStore 
         return row?.ok === true;
       }),
 
-    update: (ssoProviderId, patch, call) =>
-      timed('update', call, () => db.transaction(call.signal, (query) => apply(query, ssoProviderId, patch))),
+    update: (ssoProviderId, patch, call, hooks) =>
+      timed('update', call, () =>
+        db.transaction(call.signal, async (query) => {
+          const result = await apply(query, ssoProviderId, patch);
+          // The last statements before COMMIT: they commit with the change, or neither does.
+          if (result !== undefined && hooks?.beforeCommit) await hooks.beforeCommit(result, query);
+          return result;
+        }),
+      ),
 
     // The pool is shared and closed by its owner (backends/index.ts).
     async close() {},

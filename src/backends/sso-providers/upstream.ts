@@ -15,6 +15,7 @@ export const upstreamSsoProviders: BackendType<UpstreamConfig & { type: 'upstrea
   async open(config, deps) {
     const client = createUpstreamClient(config, deps.name, deps);
     return {
+      relays: true,
       // Never asked: `exists` answers for the upstream, which checks when the update arrives.
       get: async () => undefined,
       exists: async () => true,
