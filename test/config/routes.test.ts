@@ -15,6 +15,8 @@ const BACKENDS = `backends:
   collectors: ${UPSTREAM}
   sso_providers: ${UPSTREAM}
   asset_group_tags: ${UPSTREAM}
+# A trail of the gateway's own: without it §12 warns that the service records changes under the gateway's token.
+audit: { store: { type: postgres, url: "postgres://db/gateway" } }
 `;
 const PASSTHROUGH = 'passthrough: { url: "http://svc:8080", auth: { type: client } }\n';
 
@@ -136,6 +138,7 @@ t.test('warnings: the web application with the gateway’s token, and two stores
     ),
   );
   t.match(local, [
+    /^audit: backends\.sso_providers is "upstream" and no audit\.store is set/,
     /^backends\.collectors: type "local" while passthrough is on/,
     /^backends\.asset_group_tags:/,
   ]);
