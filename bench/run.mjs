@@ -18,6 +18,7 @@
  * `--check` exits 1 when a goal is missed on the median of the runs, or a target answered wrongly.
  * `--only` measures those rows alone (and the peers their goals name), for a quick look at a few.
  */
+import { spawnSync } from 'node:child_process';
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -169,6 +170,25 @@ async function main() {
       const rateLimits = rateLimitTable(rateLimitBenchmarks(opts.microMs));
       console.log(rateLimits.join('\n'));
       appendFileSync(RESULTS, `${rateLimits.join('\n')}\n`);
+      // The audit trail (issue 29): the PATCH path's CPU per change with the trail on and off, for
+      // the file store and PostgreSQL (bench/audit.mjs, in a process of its own).
+      progress('audit trail: CPU per change, on and off, file and PostgreSQL');
+      const audit = spawnSync(process.execPath, [new URL('./audit.mjs', import.meta.url).pathname, '2000'], {
+        encoding: 'utf8',
+      });
+      const auditLines = [
+        '',
+        '## Audit trail: CPU per change (bench/audit.mjs 2000)',
+        '',
+        '```',
+        ...(audit.stdout ?? '').trimEnd().split('\n'),
+        ...(audit.status === 0
+          ? []
+          : [`(exit ${audit.status}: ${(audit.stderr ?? '').trim().split('\n')[0]})`]),
+        '```',
+      ];
+      console.log(auditLines.join('\n'));
+      appendFileSync(RESULTS, `${auditLines.join('\n')}\n`);
     }
     keep = flagged.length > 0;
     missed = [

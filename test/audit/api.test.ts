@@ -7,6 +7,7 @@
 import { SignJWT } from 'jose';
 import t from 'tap';
 import type { AuditEntry } from '../../src/audit/entry.js';
+import { frontDoor } from '../helpers/front-door.js';
 import { call, errorOf, JWT_SECRET, request, startGateway, TOKENS } from '../helpers/gateway.js';
 import { requirePostgres } from '../helpers/postgres.js';
 import { until } from '../helpers/wait.js';
@@ -218,3 +219,22 @@ t.test('without serve_api the path is the service`s: 404 here, no trail read', a
   const res = await request(gw, { method: 'GET', target: '/api/v2/audit' });
   t.match(errorOf(res), { status: 404, message: 'resource not found' });
 });
+
+t.test(
+  'with the front door too: every spelling of /api/v2/audit is the trail`s, never the service`s',
+  async (t) => {
+    const { gw, service } = await frontDoor(t, { gateway: WITH_AUDITOR });
+    const answer = await list(gw, 'limit=5');
+    t.equal(answer.status, 200, 'answered from the trail');
+    t.match(JSON.parse(answer.body.toString()), { limit: 5, skip: 0, data: { logs: [] } });
+    const encoded = await call(gw, { method: 'GET', target: '/api/v2/%61udit', token: AUDITOR });
+    t.equal(encoded.status, 200, 'an encoded spelling is the same route');
+    const post = await call(gw, { method: 'POST', target: '/api/v2/audit', token: AUDITOR });
+    t.equal(post.status, 405, 'another method is refused here, not forwarded');
+    t.equal(post.headers.allow, 'GET, HEAD');
+    t.equal(service.seen.length, 0, 'the service saw none of them');
+    const below = await call(gw, { method: 'GET', target: '/api/v2/audit/x', token: TOKENS.admin });
+    t.equal(below.status, 200, 'a path below it is the service`s');
+    t.equal(service.seen.length, 1);
+  },
+);
