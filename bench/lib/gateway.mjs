@@ -103,6 +103,9 @@ export function gatewayConfig(creds, { upstream, workers = 1, rateLimit, tracing
  */
 export function writeConfig(dir, name, creds, options = {}) {
   const base = gatewayConfig(creds, options);
+  // The local providers' audit trail has one writer (contract §12): each gateway its own file.
+  if (base.backends.sso_providers.type === 'local')
+    base.audit = { store: { type: 'file', path: `${name}.audit.jsonl` } };
   const config = options.edit?.(base, options.fx) ?? base;
   const file = join(dir, `${name}.yaml`);
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`);
