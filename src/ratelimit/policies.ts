@@ -3,10 +3,12 @@
  * rules that apply to it in configuration order, its `RateLimit-Policy` value, and the metric
  * children of its decisions (made once, not per request).
  */
+import { errors } from '../errors.js';
 import { LIMITED_OPERATIONS, type RateLimitsConfig } from '../config/rate-limits.js';
+import type { RequestContext } from '../http/context.js';
 import type { Metrics } from '../observability/metrics.js';
 import { countedChild } from '../observability/define.js';
-import { type LimitRule, ruleOf } from './store.js';
+import { type LimitRule, type Reply, ruleOf } from './store.js';
 
 type Operation = (typeof LIMITED_OPERATIONS)[number];
 
@@ -64,4 +66,30 @@ export function compilePolicies(
 /** `t` of a reset in microseconds: whole seconds, rounded up, at least 1. */
 export function resetSeconds(microseconds: number): number {
   return Math.max(1, Math.ceil(microseconds / 1e6));
+}
+
+/**
+ * What one policy's decision does to the request: counted, then passed, refused with `refuse`'s 429
+ * (its reset in seconds), or, when the store did not answer, refused (503) only with `deny`.
+ */
+export function admitter(
+  counts: PolicyCounts,
+  policy: string,
+  deny: boolean,
+  refuse: (resetSeconds: number) => Error,
+): (ctx: RequestContext, reply: Reply | undefined) => void {
+  return (ctx, reply) => {
+    if (reply === undefined) {
+      counts.error.inc();
+      if (deny) throw errors.rateLimitStoreUnavailable();
+      return;
+    }
+    if (reply[0] === 1) {
+      counts.allowed.inc();
+      return;
+    }
+    counts.limited.inc();
+    ctx.log.rate_limit_policy = policy;
+    throw refuse(resetSeconds(reply[2] as number));
+  };
 }

@@ -10,8 +10,8 @@ import type { RouteRule } from '../http/route.js';
 import type { Stage } from '../http/stage.js';
 import type { Metrics } from '../observability/metrics.js';
 import { addressSubject } from './address.js';
-import { countsOf, resetSeconds } from './policies.js';
-import { type RateLimitStore, type Reply, ruleOf } from './store.js';
+import { admitter, countsOf } from './policies.js';
+import { type RateLimitStore, ruleOf } from './store.js';
 
 /** Makes each route's limit stage, deciding in one store. */
 export interface RouteLimits {
@@ -27,22 +27,8 @@ export function createRouteLimits(store: RateLimitStore, metrics: Metrics, deny:
       if (limit === undefined) return undefined;
       const policy = `route:${rule.name}`;
       const rules = [ruleOf(policy, limit.limit, limit.window)];
-      const counts = countsOf(metrics, policy);
       const perIdentity = rule.auth === 'required';
-      const admit = (ctx: RequestContext, reply: Reply | undefined): void => {
-        if (reply === undefined) {
-          counts.error.inc();
-          if (deny) throw errors.rateLimitStoreUnavailable();
-          return;
-        }
-        if (reply[0] === 1) {
-          counts.allowed.inc();
-          return;
-        }
-        counts.limited.inc();
-        ctx.log.rate_limit_policy = policy;
-        throw errors.routeRateLimited(resetSeconds(reply[2] as number));
-      };
+      const admit = admitter(countsOf(metrics, policy), policy, deny, errors.routeRateLimited);
       return (ctx) => {
         const subject = perIdentity
           ? (ctx.identity as NonNullable<RequestContext['identity']>).principal

@@ -11,7 +11,14 @@ import type { Route } from '../http/route.js';
 import type { Stage } from '../http/stage.js';
 import type { Metrics } from '../observability/metrics.js';
 import { addressSubject } from './address.js';
-import { type Applied, compilePolicies, countsOf, type PolicyCounts, resetSeconds } from './policies.js';
+import {
+  admitter,
+  type Applied,
+  compilePolicies,
+  countsOf,
+  type PolicyCounts,
+  resetSeconds,
+} from './policies.js';
 import { type RateLimitStore, type Reply, ruleOf } from './store.js';
 
 /** The limit on failed authentications per address: a check before the stage, a count after it. */
@@ -106,20 +113,9 @@ function addressLimit(
 ): AddressLimit {
   const rules = [ruleOf('unauthenticated', limit.limit, limit.window)];
   const counts: PolicyCounts = countsOf(metrics, 'unauthenticated');
-  const admit = (ctx: RequestContext, reply: Reply | undefined): void => {
-    if (reply === undefined) {
-      counts.error.inc();
-      if (deny) throw errors.rateLimitStoreUnavailable();
-      return;
-    }
-    if (reply[0] === 1) {
-      counts.allowed.inc();
-      return;
-    }
-    counts.limited.inc();
-    ctx.log.rate_limit_policy = 'unauthenticated';
-    throw errors.rateLimited(resetSeconds(reply[2] as number), 'unauthenticated');
-  };
+  const admit = admitter(counts, 'unauthenticated', deny, (reset) =>
+    errors.rateLimited(reset, 'unauthenticated'),
+  );
   /** Counts a refusal of the authenticate stage, then passes it on. */
   const failed = (ctx: RequestContext, err: unknown): Promise<never> => {
     if (!(err instanceof GatewayError) || (err.status !== 400 && err.status !== 401)) throw err;
