@@ -9,7 +9,11 @@ import { createRequire } from 'node:module';
 const out = 'dist-test';
 rmSync(out, { recursive: true, force: true });
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-const { status } = spawnSync(process.execPath, [tsc, '-p', 'test/tsconfig.json'], { stdio: 'inherit' });
+// Emitted without a type check (`isolatedModules` makes each file's output its own): `npm run lint`
+// type-checks the tests, and this step is half the time without it.
+const { status } = spawnSync(process.execPath, [tsc, '-p', 'test/tsconfig.json', '--noCheck'], {
+  stdio: 'inherit',
+});
 if (status !== 0) process.exit(status ?? 1);
 // Scripts and fixtures beside the tests (`.mjs` children a test spawns) go along, where tsc puts the tests.
 cpSync('test', `${out}/test`, {

@@ -2,12 +2,13 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import t from 'tap';
 import { ROOT } from '../helpers/gateway.js';
+import { node } from '../helpers/node-child.js';
 
 const CLI = path.join(ROOT, 'dist', 'cli.js');
 /** Runs the real command; resolves with its exit status and output (several run at once). */
 const gateway = (...args: string[]) =>
   new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH } }, (err, stdout, stderr) =>
+    execFile(...node([CLI, ...args]), { env: { PATH: process.env.PATH } }, (err, stdout, stderr) =>
       resolve({ status: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
     );
   });

@@ -3,11 +3,12 @@ import path from 'node:path';
 import t from 'tap';
 import { stringify } from 'yaml';
 import { JWT_SECRET, ROOT, request, startGateway } from '../helpers/gateway.js';
+import { node } from '../helpers/node-child.js';
 
 const CLI = path.join(ROOT, 'dist', 'cli.js');
 const gateway = (...args: string[]) =>
   new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH } }, (err, stdout, stderr) =>
+    execFile(...node([CLI, ...args]), { env: { PATH: process.env.PATH } }, (err, stdout, stderr) =>
       resolve({ status: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
     );
   });

@@ -8,6 +8,7 @@ import t from 'tap';
 import { signatureOf as computeSignature } from '../../src/signing/chain.js';
 import { runVerify } from '../../src/cli/verify.js';
 import { ROOT } from '../helpers/gateway.js';
+import { node } from '../helpers/node-child.js';
 
 const ID = '5f0c3b8e-1d2a-4c7e-9b1f-0a1b2c3d4e5f';
 const KEY = 'test-key';
@@ -219,7 +220,7 @@ t.test('usage mistakes exit 2; an unreadable file exits 1', async (t) => {
 
 /** `gateway verify` as a user runs it: the built command in a process of its own. */
 function cli(o: Parameters<typeof args>[0]) {
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), 'verify', ...args(o)], {
+  const r = spawnSync(...node([path.join(ROOT, 'dist', 'cli.js'), 'verify', ...args(o)]), {
     encoding: 'utf8',
     env: { PATH: process.env.PATH, GATEWAY_TOKEN_KEY: KEY },
   });

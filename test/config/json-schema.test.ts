@@ -8,6 +8,7 @@ import { parse } from 'yaml';
 import { configJsonSchema } from '../../src/config/json-schema.js';
 import { parseConfig } from '../../src/config/load.js';
 import { ROOT } from '../helpers/gateway.js';
+import { node } from '../helpers/node-child.js';
 
 const committed = JSON.parse(readFileSync(path.join(ROOT, 'docs', 'gateway.schema.json'), 'utf8'));
 const ajv = new Ajv2020({ allErrors: true, strict: true });
@@ -83,7 +84,7 @@ t.test('the schema refuses what the gateway refuses, and accepts what it accepts
 
 t.test('gateway schema prints the committed schema', async (t) => {
   const out = await new Promise<string>((resolve, reject) =>
-    execFile(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), 'schema'], (err, stdout) =>
+    execFile(...node([path.join(ROOT, 'dist', 'cli.js'), 'schema']), (err, stdout) =>
       err ? reject(err) : resolve(stdout),
     ),
   );

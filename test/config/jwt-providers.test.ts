@@ -8,6 +8,7 @@ import t from 'tap';
 import { jwtProviders, jwtWarnings } from '../../src/config/jwt-providers.js';
 import { ConfigError, parseConfig } from '../../src/config/load.js';
 import { ROOT } from '../helpers/gateway.js';
+import { node } from '../helpers/node-child.js';
 
 const BACKENDS = `backends:
   collectors: { type: local, path: c }
@@ -148,7 +149,7 @@ t.test('check-config warns, exit 0, when an asymmetric provider has no audience'
     'hs.yaml': `auth: { jwt: { hs256_secret: "c2VjcmV0" } }\n${BACKENDS}`,
   });
   const check = (file: string) =>
-    spawnSync(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), 'check-config', path.join(dir, file)], {
+    spawnSync(...node([path.join(ROOT, 'dist', 'cli.js'), 'check-config', path.join(dir, file)]), {
       encoding: 'utf8',
       env: { PATH: process.env.PATH },
     });

@@ -7,6 +7,7 @@ import path from 'node:path';
 import t from 'tap';
 import { ConfigError, parseConfig } from '../../src/config/load.js';
 import { ROOT } from '../helpers/gateway.js';
+import { node } from '../helpers/node-child.js';
 
 const BACKENDS = `backends:
   collectors: { type: local, path: c }
@@ -87,7 +88,7 @@ t.test('check-config refuses the memory store with several workers', async (t) =
     'redis.yaml': `server: { workers: 2 }\n${BACKENDS}rate_limits: { store: { type: redis, url: "redis://127.0.0.1:6379" } }\n`,
   });
   const check = (file: string) =>
-    spawnSync(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), 'check-config', path.join(dir, file)], {
+    spawnSync(...node([path.join(ROOT, 'dist', 'cli.js'), 'check-config', path.join(dir, file)]), {
       encoding: 'utf8',
     });
   const memory = check('memory.yaml');

@@ -7,6 +7,7 @@ import path from 'node:path';
 import t from 'tap';
 import { ConfigError, parseConfig } from '../../src/config/load.js';
 import { ROOT } from '../helpers/gateway.js';
+import { node } from '../helpers/node-child.js';
 
 const BACKENDS = `backends:
   collectors: { type: local, path: c }
@@ -115,7 +116,7 @@ t.test('a malformed host:port is named with its index', async (t) => {
 
 const CLI = path.join(ROOT, 'dist', 'cli.js');
 const run = (...args: string[]) =>
-  spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+  spawnSync(...node([CLI, ...args]), { encoding: 'utf8', env: { PATH: process.env.PATH } });
 
 t.test('check-config and the start refuse both sentinels and cluster, naming the key', async (t) => {
   const dir = t.testdir({

@@ -9,6 +9,7 @@ import t from 'tap';
 import { ConfigError, parseConfig } from '../../src/config/load.js';
 import { configWarnings } from '../../src/config/warnings.js';
 import { ROOT } from '../helpers/gateway.js';
+import { node } from '../helpers/node-child.js';
 
 const UPSTREAM = '{ type: upstream, url: "http://svc:8080", auth: { type: client } }';
 const BACKENDS = `backends:
@@ -152,8 +153,7 @@ t.test('check-config refuses a route over an operation, and warns about the web 
   const run = (file: string) =>
     new Promise<{ status: number; stderr: string }>((resolve) => {
       execFile(
-        process.execPath,
-        [path.join(ROOT, 'dist', 'cli.js'), 'check-config', path.join(dir, file)],
+        ...node([path.join(ROOT, 'dist', 'cli.js'), 'check-config', path.join(dir, file)]),
         (err, _o, stderr) => resolve({ status: err ? Number(err.code) : 0, stderr }),
       );
     });

@@ -12,6 +12,7 @@ import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import type { Test } from 'tap';
 import { ROOT } from './gateway.js';
+import { node } from './node-child.js';
 import { until } from './wait.js';
 
 const TETHER = `--import=${pathToFileURL(path.join(ROOT, 'test', 'helpers', 'tether.mjs')).href}`;
@@ -82,8 +83,7 @@ export interface SpawnOptions {
 export function spawnGateway(...args: Args): GatewayProcess {
   const [t, configFile, options] = parse(args);
   const child = spawn(
-    process.execPath,
-    [TETHER, ...(options.nodeArgs ?? []), path.join(ROOT, 'dist', 'cli.js'), '--config', configFile],
+    ...node([TETHER, ...(options.nodeArgs ?? []), path.join(ROOT, 'dist', 'cli.js'), '--config', configFile]),
     // stdin: the tether's pipe, closed by this process' end.
     { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...options.env } },
   );

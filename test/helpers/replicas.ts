@@ -4,9 +4,10 @@
  * (listening no more), and that it kills (`kill -9`) and starts again on the same port. Each replica
  * tells the test of every request it received; none outlives its test (or the test process).
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, spawn as spawnProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
+import { node } from './node-child.js';
 import { until } from './wait.js';
 
 const SCRIPT = fileURLToPath(new URL('./replica.mjs', import.meta.url));
@@ -52,9 +53,8 @@ async function startReplica(name: string): Promise<ReplicaProcess> {
   let n = 0;
   const acks = new Set<number>();
   const spawn = async () => {
-    const proc = fork(SCRIPT, [], {
+    const proc = spawnProcess(...node([SCRIPT], { coverage: false }), {
       env: { ...process.env, REPLICA_NAME: name, REPLICA_PORT: String(port) },
-      execArgv: [],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     child = proc;

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { runTokens } from '../../src/cli/tokens.js';
 import type { Test } from 'tap';
 import { call, ROOT, startGateway, type TestGateway, type TestResponse, type Tok } from './gateway.js';
+import { node } from './node-child.js';
 
 /** Two encryption keys (32 bytes, base64), for a rotation of the encryption key. */
 export const ENCRYPTION_KEYS = [
@@ -36,7 +37,7 @@ export interface Ran {
 /** Runs `node dist/cli.js ...args` (the real command) and resolves once it exits. */
 export function gatewayCli(...args: string[]): Promise<Ran> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), ...args], {
+    const child = spawn(...node([path.join(ROOT, 'dist', 'cli.js'), ...args]), {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { PATH: process.env.PATH },
     });

@@ -4,10 +4,11 @@ import path from 'node:path';
 import t from 'tap';
 import { ROOT } from '../helpers/gateway.js';
 import { Pki } from '../helpers/tls.js';
+import { node } from '../helpers/node-child.js';
 
 const CLI = path.join(ROOT, 'dist', 'cli.js');
 const gateway = (...args: string[]) =>
-  spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+  spawnSync(...node([CLI, ...args]), { encoding: 'utf8', env: { PATH: process.env.PATH } });
 
 t.setTimeout(180_000);
 
