@@ -111,8 +111,28 @@ export function createAuthenticate(deps: AuthenticateDeps): Authenticator {
       ? refuse(ctx, undefined, errors.notAuthenticated())
       : refuse(ctx, undefined, errors.authUnknownScheme(word));
   };
+  // Traced: a key fetch the stage causes hangs from the stage's span, until the stage is done.
   const traced: Stage =
-    tracing === undefined ? stage : (ctx) => tracing.span('authenticate', 'internal', {}, () => stage(ctx));
+    tracing === undefined
+      ? stage
+      : (ctx) => {
+          const outer = ctx.span;
+          return tracing.span('authenticate', 'internal', {}, outer, (span) => {
+            ctx.span = span;
+            const restore = () => {
+              ctx.span = outer;
+            };
+            try {
+              const done = stage(ctx);
+              if (done instanceof Promise) return done.finally(restore);
+              restore();
+              return done;
+            } catch (err) {
+              restore();
+              throw err;
+            }
+          });
+        };
   return Object.assign(traced, {
     ready: () => asked.every((a) => a.scheme.ready?.() ?? true),
     checks: () =>

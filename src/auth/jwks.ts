@@ -15,7 +15,7 @@
 import { errors } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { SpanHandle, Tracing } from '../observability/tracing/tracing.js';
+import type { SpanHandle, SpanParent, Tracing } from '../observability/tracing/tracing.js';
 import { describe, discover, download, type FetchResult, resultOf, safeUrl } from './jwks-fetch.js';
 import { type Lookup, lookUp, readKeySet, type VerifyKey } from './jwk-set.js';
 import { type KeySourceState, newKeySourceState } from './key-sources.js';
@@ -60,6 +60,8 @@ export interface JwksOptions {
 export interface KeyWait {
   readonly deadline?: number;
   readonly signal?: AbortSignal;
+  /** With tracing on, where a fetch this lookup starts hangs (the authenticate stage's span). */
+  readonly parent?: SpanParent | undefined;
 }
 
 /** The keys of one identity provider, kept fresh in the background. */
@@ -116,7 +118,7 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
   };
 
   /** One fetch, traced when tracing is on (a span `jwks fetch` with the key source's address). */
-  const load = (keysOnly: boolean): Promise<void> => {
+  const load = (keysOnly: boolean, parent: SpanParent | undefined): Promise<void> => {
     const { tracing } = options;
     if (tracing === undefined) return fetchOnce(keysOnly);
     const url = new URL('jwksUrl' in source ? source.jwksUrl : source.discoveryUrl);
@@ -126,7 +128,7 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
       'url.full': `${url.origin}${url.pathname}`,
       'gateway.jwks.provider': provider,
     };
-    return tracing.span('jwks fetch', 'client', attributes, (span) => fetchOnce(keysOnly, span));
+    return tracing.span('jwks fetch', 'client', attributes, parent, (span) => fetchOnce(keysOnly, span));
   };
 
   /** One fetch: the discovery document first unless a key fetch can use the key set's URL it named. */
@@ -161,13 +163,16 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
     }
   };
 
-  /** One fetch at a time: a refresh during a fetch shares it. `kid`: caused by an unknown `kid`. */
-  const fetchKeys = (why: 'refresh' | 'kid'): Promise<void> => {
+  /**
+   * One fetch at a time: a refresh during a fetch shares it. `kid`: caused by an unknown `kid`.
+   * `parent`: the span of the request that caused it (none: a background refresh, a root span).
+   */
+  const fetchKeys = (why: 'refresh' | 'kid', parent?: SpanParent): Promise<void> => {
     if (inflight !== undefined) return inflight.promise;
     const startedAt = now();
     lastFetch = startedAt;
     if (why === 'kid') state.lastKidFetch = startedAt;
-    const promise = load(why === 'kid').finally(() => {
+    const promise = load(why === 'kid', parent).finally(() => {
       inflight = undefined;
     });
     inflight = { promise, startedAt };
@@ -191,7 +196,7 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
       }
       const next = state.lastKidFetch + cooldown;
       if (now() >= next) {
-        void fetchKeys('kid');
+        void fetchKeys('kid', wait.parent);
         continue;
       }
       if (next >= (wait.deadline ?? Number.POSITIVE_INFINITY) || waiters.count >= MAX_WAITING)
@@ -215,7 +220,9 @@ export function createJwksKeys(options: JwksOptions): JwksKeys {
     async resolve(alg, kid, wait = {}) {
       if (state.keys === undefined) {
         // Before the first load: the fetch under way, or a retry when the cooldown allows.
-        const first = inflight?.promise ?? (now() - lastFetch >= cooldown ? fetchKeys('refresh') : undefined);
+        const first =
+          inflight?.promise ??
+          (now() - lastFetch >= cooldown ? fetchKeys('refresh', wait.parent) : undefined);
         if (first !== undefined) await within(first, wait.signal);
       }
       if (state.keys === undefined) throw errors.tokenFailed('jwks_unavailable');

@@ -20,7 +20,7 @@ import { errors, GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { countedChild } from '../observability/define.js';
-import type { Tracing } from '../observability/tracing/tracing.js';
+import type { SpanParent, Tracing } from '../observability/tracing/tracing.js';
 import type { Identity } from '../http/identity.js';
 import { ASYMMETRIC_ALGORITHMS } from './jwk-set.js';
 import { createJwksKeys, type JwksKeys } from './jwks.js';
@@ -32,6 +32,8 @@ import { createJwtCache } from './jwt-cache.js';
 export interface JwtWait {
   readonly expiresAt?: number | undefined;
   readonly signal?: AbortSignal;
+  /** With tracing on, where a key fetch the token causes hangs. */
+  readonly parent?: SpanParent | undefined;
 }
 
 /** An identity provider's key source, as readiness and a reload see it. */
@@ -127,6 +129,7 @@ export function createJwtVerifier(config: JwtConfig, options: JwtVerifierOptions
       const found = await p.keys.resolve(h.alg as string, h.kid, {
         ...(deadline === undefined ? {} : { deadline }),
         ...(wait.signal ? { signal: wait.signal } : {}),
+        parent: wait.parent,
       });
       fingerprint = `${index}\n${found.fingerprint}`;
       return found.key;

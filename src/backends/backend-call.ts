@@ -4,6 +4,7 @@
  * sees the HTTP request itself.
  */
 import type { ForwardedRequest } from '../upstream/forwarded.js';
+import type { SpanParent } from '../observability/tracing/tracing.js';
 import type { StopSignal } from '../upstream/stop-signal.js';
 
 export interface BackendCall {
@@ -26,6 +27,8 @@ export interface BackendCall {
   spent?(ms: number): void;
   /** Records which upstream target (its URL) gave the answer: the request line's `upstream_target`. */
   answeredBy?(target: string): void;
+  /** With tracing on, where the call's spans hang (the request's span). */
+  readonly span?: SpanParent | undefined;
 }
 
 /**

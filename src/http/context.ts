@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorCode } from '../errors.js';
 import type { Identity } from './identity.js';
-import type { RequestTrace } from '../observability/tracing/tracing.js';
+import type { RequestTrace, SpanParent } from '../observability/tracing/tracing.js';
 import type { HeldBody } from './body.js';
 import type { Deadline } from './deadline.js';
 import type { Route } from './route.js';
@@ -47,6 +47,11 @@ export interface RequestContext {
   body?: HeldBody;
   /** Written by the handler when tracing is on: the request's server span. */
   trace?: RequestTrace;
+  /**
+   * With tracing on, where the spans of the stage running now hang: the server span, or the
+   * authenticate stage's own span while it runs (a key fetch it causes is its child).
+   */
+  span?: SpanParent;
   /** Written by the error writer or the operation: extra fields for the request's log line. */
   log: Record<string, unknown>;
 }
@@ -99,6 +104,7 @@ export class Context implements RequestContext {
   identity: Identity | undefined = undefined;
   body: HeldBody | undefined = undefined;
   trace: RequestTrace | undefined = undefined;
+  span: SpanParent | undefined = undefined;
   bytesOut = 0;
   readonly log = new RequestLine();
 

@@ -3,6 +3,7 @@
  * passes down (the deadline's signal and, on first use, the `ForwardedRequest` an upstream sends).
  */
 import type { BackendCall } from '../backends/backend-call.js';
+import type { SpanParent } from '../observability/tracing/tracing.js';
 import type { StopSignal } from '../upstream/stop-signal.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ClientCredentials, ForwardedRequest } from '../upstream/forwarded.js';
@@ -110,5 +111,8 @@ class RequestCall implements BackendCall {
   }
   answeredBy(target: string): void {
     this.ctx.log.upstream_target = target;
+  }
+  get span(): SpanParent | undefined {
+    return this.ctx.span;
   }
 }

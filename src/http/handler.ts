@@ -186,10 +186,9 @@ export function createHandler(parts: HandlerParts): RequestHandler {
       part();
       return;
     }
-    // Tracing off: one check, nothing made. On: the stages run with the request's span active.
-    if (tracing !== undefined) ctx.trace = tracing.request(req);
-    const running =
-      ctx.trace === undefined ? start(ctx, pipeline) : ctx.trace.run(() => start(ctx, pipeline));
+    // Tracing off: one check, nothing made. On: the stages' spans hang from the request's span.
+    if (tracing !== undefined) ctx.span = ctx.trace = tracing.request(req);
+    const running = start(ctx, pipeline);
     if (running === undefined) part();
     else running.then(part, part);
   };

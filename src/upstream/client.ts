@@ -14,6 +14,7 @@ import type { UpstreamConfig } from '../config/upstream.js';
 import { clientAttributes, createEndpoint, type UpstreamDeps } from './endpoint.js';
 import { type Arrived, DispatchHandler } from './dispatch-handler.js';
 import type { ForwardedRequest, OutgoingBody } from './forwarded.js';
+import type { SpanParent } from '../observability/tracing/tracing.js';
 import type { Attempt, Sending } from './attempts.js';
 import { openTargets, type Reached } from './upstream-targets.js';
 
@@ -34,6 +35,8 @@ export interface Outgoing {
    * it was written, whatever its method (an SSO callback's one-time code). Absent: true.
    */
   readonly replayable?: boolean;
+  /** With tracing on, where each attempt's client span hangs (the request's span). */
+  readonly parent?: SpanParent | undefined;
 }
 
 export interface UpstreamClient {
@@ -83,7 +86,7 @@ export function createUpstreamClient(
 
   /** One attempt of `outgoing` on `attempt.target`: its answer, or the catalogue's 502/504. */
   const attempt = (
-    { request, headers: extra, signal, meter }: Outgoing,
+    { request, headers: extra, signal, meter, parent }: Outgoing,
     body: OutgoingBody | undefined,
     { target, written }: Attempt<Reached<Pool>>,
   ): Promise<Arrived> => {
@@ -92,7 +95,7 @@ export function createUpstreamClient(
     const traced = (headers: Record<string, string>): Promise<Arrived> => {
       if (tracing === undefined) return go(headers);
       const attributes = clientAttributes(target.url, request.method, path, name);
-      return tracing.span(request.method, 'client', attributes, (span) => {
+      return tracing.span(request.method, 'client', attributes, parent, (span) => {
         headers.traceparent = span.traceparent();
         return go(headers, (answer) => span.set({ 'http.response.status_code': answer.statusCode }));
       });

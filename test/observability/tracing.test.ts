@@ -136,6 +136,7 @@ t.test('without a traceparent a new trace starts; sample_ratio 0 records only sa
     fields.every((id) => typeof id === 'string' && /^[0-9a-f]{32}$/.test(id)),
     'every line names its trace',
   );
+  t.equal(first.slice(3, 35), fields[0], "the unsampled upstream request carries its request's trace");
 });
 
 t.test('a refused authentication marks its span failed with the reason', async (t) => {

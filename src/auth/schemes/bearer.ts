@@ -4,6 +4,7 @@
  * 401 with a reason that `WWW-Authenticate` explains in RFC 6750's form, never with the token.
  */
 import type { RequestContext } from '../../http/context.js';
+import type { SpanParent } from '../../observability/tracing/tracing.js';
 import { deadlineOf } from '../../http/deadline.js';
 import { JWT_FAILURES } from '../jwt-checks.js';
 import { createJwtVerifier, type JwtWait } from '../jwt.js';
@@ -66,9 +67,11 @@ export const bearer: AuthScheme = {
 class BearerWait implements JwtWait {
   readonly expiresAt: number | undefined;
   readonly #ctx: RequestContext;
+  readonly parent: SpanParent | undefined;
   constructor(ctx: RequestContext) {
     this.#ctx = ctx;
     this.expiresAt = ctx.deadline?.expiresAt;
+    this.parent = ctx.span;
   }
   get signal(): AbortSignal {
     return deadlineOf(this.#ctx);

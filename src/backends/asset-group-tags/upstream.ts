@@ -21,7 +21,7 @@ export const upstreamAssetGroupTags: BackendType<
     return {
       getMember(_tagId, _memberId, call) {
         const { request, stop } = call;
-        return client.relay({ request, headers: ACCEPT_JSON, signal: stop, meter: call });
+        return client.relay({ request, headers: ACCEPT_JSON, signal: stop, meter: call, parent: call.span });
       },
       ready: () => client.ready(),
       close: () => client.close(),

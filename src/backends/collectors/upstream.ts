@@ -30,6 +30,7 @@ export const upstreamCollectors: BackendType<UpstreamConfig & { type: 'upstream'
           headers: { accept: 'application/octet-stream' },
           signal,
           meter: call,
+          parent: call.span,
         });
         const status = answer.statusCode;
         if (status !== 200) {

@@ -45,7 +45,7 @@ export interface PostgresPool {
    * goes to `gateway_store_operation_duration_seconds` and the request line's `upstream_ms`, and,
    * with tracing on, it is a client span of the request.
    */
-  timed<T>(operation: string, call: Pick<BackendCall, 'spent'>, work: () => Promise<T>): Promise<T>;
+  timed<T>(operation: string, call: Pick<BackendCall, 'spent' | 'span'>, work: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -223,7 +223,13 @@ export async function openPostgres(
       const running =
         tracing === undefined
           ? work()
-          : tracing.span(operation, 'client', { ...spanAttributes, 'db.operation.name': operation }, work);
+          : tracing.span(
+              operation,
+              'client',
+              { ...spanAttributes, 'db.operation.name': operation },
+              call.span,
+              work,
+            );
       return running.finally(done);
     },
     async close() {

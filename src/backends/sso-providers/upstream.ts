@@ -23,7 +23,7 @@ export const upstreamSsoProviders: BackendType<UpstreamConfig & { type: 'upstrea
       async update(_id, _patch, call) {
         const { request, stop } = call;
         const headers = { accept: 'application/json' };
-        return client.relay({ request, headers, signal: stop, meter: call });
+        return client.relay({ request, headers, signal: stop, meter: call, parent: call.span });
       },
       ready: () => client.ready(),
       close: () => client.close(),

@@ -1,9 +1,10 @@
 /**
  * Tracing with the official OpenTelemetry SDK, loaded only when `tracing` is configured
- * (`tracing.ts`). Nothing here is registered globally: the provider, the W3C propagator and the
- * AsyncLocalStorage context manager belong to this app instance (two apps in one process, or a
- * reload, never share them). Spans go out in batches over OTLP/HTTP (JSON encoding); parent-based
- * sampling at `sample_ratio` honours a client's sampled flag.
+ * (`tracing.ts`). Nothing here is registered globally: the provider and the W3C propagator belong to
+ * this app instance (two apps in one process, or a reload, never share them), and no context manager
+ * is used: each span's parent is handed to it (`SpanParent`), its OpenTelemetry context carried on
+ * the parent's object. Spans go out in batches over OTLP/HTTP (JSON encoding); parent-based sampling
+ * at `sample_ratio` honours a client's sampled flag.
  */
 import type { IncomingMessage } from 'node:http';
 import {
@@ -15,8 +16,8 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  TraceFlags,
 } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -29,12 +30,21 @@ import {
 import type { TracingConfig } from '../../config/tracing.js';
 import type { Logger } from '../logger.js';
 import { buildInfo } from '../build.js';
-import type { RequestTrace, SpanAttributes, SpanHandle, Tracing } from './tracing.js';
+import type { RequestTrace, SpanAttributes, SpanHandle, SpanParent, Tracing } from './tracing.js';
 
 /** Methods named as they are; any other is `_OTHER` (HTTP semantic conventions). */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE']);
 /** The most of a `User-Agent` a span carries, as a log line. */
 const USER_AGENT = 256;
+
+/** The OpenTelemetry context a span parent made here carries: the span's own, to start children in. */
+interface Placed {
+  readonly context: Context;
+}
+
+/** The context to start a child of `parent` in: the parent's, or none (a root span). */
+const contextOf = (parent: SpanParent | undefined): Context =>
+  parent === undefined ? ROOT_CONTEXT : (parent as SpanParent & Placed).context;
 
 /** The tracing of `config`. */
 export function createOtelTracing(config: TracingConfig, logger: Logger): Tracing {
@@ -44,17 +54,19 @@ export function createOtelTracing(config: TracingConfig, logger: Logger): Tracin
       'service.name': config.service_name,
       'service.version': buildInfo().version,
     }),
+    // Neither sampler reads attributes: a span gets them once it is known to be recorded, so the
+    // unsampled requests (most, at a low ratio) never build them.
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sample_ratio) }),
     spanProcessors: [new BatchSpanProcessor(exporter)],
   });
   const tracer = provider.getTracer('bh-gateway', buildInfo().version);
-  const contexts = new AsyncLocalStorageContextManager().enable();
   const propagator = new W3CTraceContextPropagator();
 
-  const handle = (span: Span, at: Context): SpanHandle => ({
+  const handle = (span: Span, context: Context): SpanHandle & Placed => ({
+    context,
     traceparent() {
       const carrier: Record<string, string> = {};
-      propagator.inject(trace.setSpan(at, span), carrier, defaultTextMapSetter);
+      propagator.inject(context, carrier, defaultTextMapSetter);
       return carrier.traceparent as string;
     },
     set: (attributes) => span.setAttributes(defined(attributes)),
@@ -64,16 +76,12 @@ export function createOtelTracing(config: TracingConfig, logger: Logger): Tracin
     request(req) {
       const parent = propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
       const method = methodOf(req.method);
-      const span = tracer.startSpan(
-        method,
-        { kind: SpanKind.SERVER, attributes: defined(serverAttributes(req, method)) },
-        parent,
-      );
-      const active = trace.setSpan(parent, span);
+      const span = tracer.startSpan(method, { kind: SpanKind.SERVER }, parent);
+      if (span.isRecording()) span.setAttributes(defined(serverAttributes(req, method)));
       const traceId = span.spanContext().traceId;
-      const trace_: RequestTrace = {
+      const trace_: RequestTrace & Placed = {
         traceId,
-        run: (work) => contexts.with(active, work),
+        context: trace.setSpan(parent, span),
         end({ status, operation, client }) {
           span.updateName(`${method} ${operation}`);
           span.setAttributes({
@@ -90,14 +98,20 @@ export function createOtelTracing(config: TracingConfig, logger: Logger): Tracin
       };
       return trace_;
     },
-    span(name, kind, attributes, work) {
-      const parent = contexts.active();
+    span(name, kind, attributes, parent, work) {
+      const outer = contextOf(parent);
+      const above = trace.getSpan(outer);
+      // Under a span that is not sampled, no span would be recorded (parent-based sampling): none is
+      // made, and the parent's context is what goes on (an outgoing `traceparent` names it).
+      if (above !== undefined && (above.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) {
+        return work(handle(above, outer));
+      }
       const span = tracer.startSpan(
         name,
-        { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes: defined(attributes) },
-        parent,
+        { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL },
+        outer,
       );
-      const at = trace.setSpan(parent, span);
+      if (span.isRecording()) span.setAttributes(defined(attributes));
       const failed = (err: unknown) => {
         span.setStatus({ code: SpanStatusCode.ERROR });
         span.setAttribute('error.type', errorType(err));
@@ -105,7 +119,7 @@ export function createOtelTracing(config: TracingConfig, logger: Logger): Tracin
       };
       let result: ReturnType<typeof work>;
       try {
-        result = contexts.with(at, () => work(handle(span, at)));
+        result = work(handle(span, trace.setSpan(outer, span)));
       } catch (err) {
         failed(err);
         throw err;
@@ -131,7 +145,6 @@ export function createOtelTracing(config: TracingConfig, logger: Logger): Tracin
       } catch (err) {
         logger.warn({ err }, 'tracing: spans could not be sent on shutdown');
       }
-      contexts.disable();
     },
   };
 }
@@ -166,6 +179,9 @@ function errorType(err: unknown): string {
 /** `attributes` without the undefined ones. */
 function defined(attributes: SpanAttributes): Record<string, string | number | boolean> {
   const out: Record<string, string | number | boolean> = {};
-  for (const [k, v] of Object.entries(attributes)) if (v !== undefined) out[k] = v;
+  for (const k in attributes) {
+    const v = attributes[k];
+    if (v !== undefined) out[k] = v;
+  }
   return out;
 }

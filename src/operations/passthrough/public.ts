@@ -47,6 +47,7 @@ export function createPublicOperation(
         signal: call.stop,
         meter: call,
         replayable: false,
+        parent: ctx.span,
       });
       answered?.(ctx, arrived.statusCode);
       return relay(ctx, new UpstreamAnswer(arrived.statusCode, answerOf(arrived.headers), arrived.body));

@@ -141,7 +141,7 @@ export function createProxyRelay(config: UpstreamConfig, deps: UpstreamDeps): Pr
     const { tracing } = deps;
     if (tracing === undefined) return attempt(ctx, signal, meter, target, path, headers, written);
     const attributes = clientAttributes(target.url, request.method, request.target, 'passthrough');
-    return tracing.span(request.method, 'client', attributes, (span) => {
+    return tracing.span(request.method, 'client', attributes, ctx.span, (span) => {
       // The span's own id goes out: the service's spans are its children.
       headers.traceparent = span.traceparent();
       return attempt(ctx, signal, meter, target, path, headers, written);
