@@ -7,7 +7,6 @@ import type { RateLimitsConfig } from '../config/rate-limits.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { MemoryStore } from './memory.js';
-import { createRedisStore } from './redis.js';
 import { createRouteLimits, type RouteLimits } from './routes.js';
 import { createRateLimitStages, type RateLimitStages } from './stages.js';
 import type { RateLimitStore } from './store.js';
@@ -51,6 +50,8 @@ export async function createRateLimits(
 ): Promise<RateLimits> {
   let store: RateLimitStore;
   if (config.store.type === 'redis') {
+    // Loaded only here: a gateway without a Redis store never loads the client library.
+    const { createRedisStore } = await import('./redis.js');
     const redis = createRedisStore(config.store, deps);
     await redis.connected(CONNECT_WAIT);
     store = redis;
