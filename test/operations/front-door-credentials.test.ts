@@ -93,6 +93,25 @@ for (const auth of Object.keys(AUTH_TYPES) as AuthType[]) {
   );
 }
 
+t.test('headers a Connection header names stay on their hop, both ways', async (t) => {
+  const { gw, service } = await frontDoor(t, { auth: 'client' });
+  service.respond = (_req, res) => {
+    res.writeHead(200, ['Connection', 'keep-alive, X-Answer-Hop', 'X-Answer-Hop', 'svc', 'X-Kept', 'yes']);
+    res.end('{}');
+  };
+  const res = await request(gw, {
+    method: 'GET',
+    target: '/api/v2/spec',
+    headers: { Connection: 'keep-alive, X-Hop', 'X-Hop': 'client', 'X-Other': 'on' },
+  });
+  t.equal(res.status, 200);
+  t.notOk(res.headers['x-answer-hop'], "the answer's named header is dropped");
+  t.equal(res.headers['x-kept'], 'yes');
+  const seen = service.seen[0];
+  t.notOk(seen?.headers['x-hop'], "the request's named header is dropped");
+  t.equal(seen?.headers['x-other'], 'on');
+});
+
 t.test('a public request that failed once a byte of it was written is not sent again', async (t) => {
   // Two replicas of the service that cut every request they read; retries on: a GET that failed
   // would go to the other one.

@@ -122,7 +122,13 @@ export function answerDropped(connection: string | string[] | undefined): Readon
   return listed.length === 0 ? ANSWER_DROPPED : new Set([...ANSWER_DROPPED, ...listed]);
 }
 
-/** The header names a `Connection` value lists, lower-cased. */
+const NONE: string[] = [];
+
+/**
+ * The header names a `Connection` value lists, lower-cased. The two values nearly every request and
+ * answer carry list no header beyond the hop-by-hop ones, and are answered without a split.
+ */
 function listedIn(connection: string | string[] | undefined): string[] {
-  return typeof connection === 'string' ? connection.split(',').map((h) => h.trim().toLowerCase()) : [];
+  if (typeof connection !== 'string' || connection === 'keep-alive' || connection === 'close') return NONE;
+  return connection.split(',').map((h) => h.trim().toLowerCase());
 }
