@@ -113,11 +113,11 @@ export function writeConfig(dir, name, creds, options = {}) {
 }
 
 /**
- * Starts the gateway on `configFile`; its log lines go to `<dir>/<name>.out`. Resolves with the
- * child and the API and admin URLs from its `listening` line.
+ * Starts the gateway on `configFile` (`nodeArgs` before the script: `--cpu-prof`, …); its log lines go
+ * to `<dir>/<name>.out`. Resolves with the child and the API and admin URLs from its `listening` line.
  */
-export async function startGateway(dir, name, configFile) {
-  const entry = await startChild(name, process.execPath, [CLI, '--config', configFile], { dir });
+export async function startGateway(dir, name, configFile, nodeArgs = []) {
+  const entry = await startChild(name, process.execPath, [...nodeArgs, CLI, '--config', configFile], { dir });
   return {
     ...entry,
     url: `http://127.0.0.1:${entry.ready.port}`,

@@ -70,7 +70,7 @@ function reachable(port) {
 }
 
 /** The gateway options of `row` with its fixtures resolved (`upstream: true | n` → the stubs' URLs). */
-function gatewayOptions(row, fx) {
+export function gatewayOptions(row, fx) {
   const { upstream, edit, ...rest } = row.gateway;
   const urls =
     upstream === true ? [fx.stubs[0]] : typeof upstream === 'number' ? fx.stubs.slice(0, upstream) : upstream;
@@ -78,7 +78,7 @@ function gatewayOptions(row, fx) {
 }
 
 /** The request headers of `row`, one set per identity it cycles through. */
-function headerSets(row, fx, body) {
+export function headerSets(row, fx, body) {
   const method = row.method ?? 'GET';
   const extra = row.contentType ? { 'content-type': row.contentType } : {};
   if (row.auth === 'signed') {
