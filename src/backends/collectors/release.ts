@@ -2,7 +2,10 @@
  * Collector releases in one place: which release tags are well-formed, how versions are ordered,
  * and how a release's checksum file is named (`<type>-v<version>.zip.sha256`, the reference layout).
  */
-import semver from 'semver';
+// The three functions alone: the package's index loads its 47 modules (ranges, the class…).
+import gt from 'semver/functions/gt.js';
+import prerelease from 'semver/functions/prerelease.js';
+import valid from 'semver/functions/valid.js';
 
 /**
  * A version as semver 2.0 writes one (its own regular expression), without the build part: numbers
@@ -31,9 +34,9 @@ export function newestStable(versions: Iterable<string>): string | undefined {
   let best: string | undefined;
   for (const version of versions) {
     // semver's own parser refuses numbers beyond 2^53: such a name is no release to order.
-    if (!isVersion(version) || semver.valid(version) !== version) continue;
-    if (semver.prerelease(version) !== null) continue;
-    if (best === undefined || semver.gt(version, best)) best = version;
+    if (!isVersion(version) || valid(version) !== version) continue;
+    if (prerelease(version) !== null) continue;
+    if (best === undefined || gt(version, best)) best = version;
   }
   return best;
 }
