@@ -3,7 +3,7 @@
  * pool: a node-postgres pool with bounded waits, the gateway's schema (which holds `audit_logs`)
  * migrated (or checked) when opened, by the runner every database of the gateway is migrated with.
  */
-import pg from 'pg';
+import { pgDriver } from '../postgres/driver.js';
 import { checkSchema, migrate, type Schema } from '../postgres/migrations.js';
 import type { AuditDatabase, AuditSql } from './store.js';
 
@@ -31,7 +31,7 @@ export async function openAuditPool(
   options: AuditPoolOptions,
   onError: (err: Error) => void = () => undefined,
 ): Promise<AuditPool> {
-  const pool = new pg.Pool({
+  const pool = new (pgDriver().Pool)({
     connectionString: options.url,
     max: options.pool_size ?? 4,
     connectionTimeoutMillis: options.connect_timeout ?? 5_000,

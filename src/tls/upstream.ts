@@ -4,14 +4,15 @@
  * reloaded like a listener's; new connections use the new material, open ones finish with theirs.
  */
 import type { Agent } from 'node:https';
-import { buildConnector } from 'undici';
+import { createRequire } from 'node:module';
+import type { buildConnector as BuildConnector } from 'undici';
 import type { UpstreamTlsConfig } from '../config/tls.js';
 import { loadUpstream, type UpstreamMaterial } from './material.js';
 import { watchTls, type WatchDeps } from './watch.js';
 
 export interface UpstreamTls {
   /** undici's `connect` option: each new connection made with the current material. */
-  connector(timeout: number): buildConnector.connector;
+  connector(timeout: number): BuildConnector.connector;
   /** Keeps `agent`'s options (read for each new connection, and part of its pool's key) current. */
   keep(agent: Agent): void;
   close(): void;
@@ -43,6 +44,8 @@ export function openUpstreamTls(config: UpstreamTlsConfig, at: string, deps: Wat
   );
   return {
     connector(timeout) {
+      // undici is loaded here, by its first user (a gateway without an upstream never loads it).
+      const buildConnector = createRequire(import.meta.url)('undici').buildConnector as typeof BuildConnector;
       let connect = buildConnector({ ...watched.current(), timeout });
       build = () => {
         connect = buildConnector({ ...watched.current(), timeout });

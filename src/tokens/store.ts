@@ -5,9 +5,10 @@
  * every `poll` as a safety net, and after a lost connection reconnects with back-off and re-reads
  * everything. While the database is away the tokens already held keep working.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { canonicalTokenId } from '../signing/token-id.js';
 import { poolSettings } from '../postgres/connection.js';
+import { pgDriver } from '../postgres/driver.js';
 import { checkSchema, migrate, type Schema } from '../postgres/migrations.js';
 import type { TokenStoreConfig } from '../config/token-store.js';
 import type { Logger } from '../observability/logger.js';
@@ -66,7 +67,7 @@ export function openTokenStore(config: TokenStoreConfig, deps: TokenStoreDeps): 
   const { metrics } = deps;
   const reader = new RowReader(new Keyring(config.encryption_key, config.previous_encryption_keys));
   const connection = { url: config.url, connectTimeout: config.connect_timeout };
-  const pool = new pg.Pool({
+  const pool = new (pgDriver().Pool)({
     ...poolSettings({ ...connection, role: 'tokens' }),
     query_timeout: QUERY_TIMEOUT,
     max: 2,
@@ -188,7 +189,7 @@ export function openTokenStore(config: TokenStoreConfig, deps: TokenStoreDeps): 
   /** Schema in place, `LISTEN` on the table's channel, then everything read (nothing missed between). */
   const connect = async () => {
     if (closed || listener) return;
-    const client = new pg.Client({
+    const client = new (pgDriver().Client)({
       ...poolSettings({ ...connection, role: 'tokens listen' }),
       query_timeout: QUERY_TIMEOUT,
     });

@@ -5,7 +5,7 @@
  * errors become catalogue errors here, where they enter (the endpoint's one rule).
  */
 import { performance } from 'node:perf_hooks';
-import { type Dispatcher, Pool } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import type { StopSignal } from './stop-signal.js';
 import { errors } from '../errors.js';
 import { openUpstreamTls, upstreamTlsKey } from '../tls/upstream.js';
@@ -17,6 +17,7 @@ import type { ForwardedRequest, OutgoingBody } from './forwarded.js';
 import type { SpanParent } from '../observability/tracing/tracing.js';
 import type { Attempt, Sending } from './attempts.js';
 import { openTargets, type Reached } from './upstream-targets.js';
+import { undici } from './undici.js';
 
 export { type Arrived, HELD } from './dispatch-handler.js';
 
@@ -75,7 +76,7 @@ export function createUpstreamClient(
     name,
     deps,
     (url) =>
-      new Pool(url.origin, {
+      new (undici().Pool)(url.origin, {
         connections: config.connections,
         connect,
         headersTimeout: config.headers_timeout,

@@ -6,11 +6,11 @@
  */
 import { AssertionError } from 'node:assert';
 import { performance } from 'node:perf_hooks';
-import { errors as undici } from 'undici';
 import { errors, GatewayError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { SpanAttributes, Tracing } from '../observability/tracing/tracing.js';
+import { undici } from './undici.js';
 import { formatRequestDate } from '../signing/request-date.js';
 import { RequestKeys } from '../signing/request-keys.js';
 import type { UpstreamConfig } from '../config/upstream.js';
@@ -179,14 +179,18 @@ function requestDates(): () => string {
 export function kindOf(err: unknown): string {
   // undici asserts on a status below 100 or an unrequested 101: a malformed answer.
   if (err instanceof AssertionError) return 'protocol';
-  if (err instanceof undici.ConnectTimeoutError) return 'connect_timeout';
-  if (err instanceof undici.HeadersTimeoutError) return 'headers_timeout';
-  if (err instanceof undici.BodyTimeoutError) return 'body_timeout';
-  if (err instanceof undici.ResponseExceededMaxSizeError) return 'too_large';
-  if (err instanceof undici.HTTPParserError || err instanceof undici.ResponseContentLengthMismatchError)
+  const { errors: undiciErrors } = undici();
+  if (err instanceof undiciErrors.ConnectTimeoutError) return 'connect_timeout';
+  if (err instanceof undiciErrors.HeadersTimeoutError) return 'headers_timeout';
+  if (err instanceof undiciErrors.BodyTimeoutError) return 'body_timeout';
+  if (err instanceof undiciErrors.ResponseExceededMaxSizeError) return 'too_large';
+  if (
+    err instanceof undiciErrors.HTTPParserError ||
+    err instanceof undiciErrors.ResponseContentLengthMismatchError
+  )
     return 'protocol';
   // A 101 naming a protocol nobody asked for: undici says so only in the message.
-  if (err instanceof undici.SocketError) return err.message === 'bad upgrade' ? 'status' : 'reset';
+  if (err instanceof undiciErrors.SocketError) return err.message === 'bad upgrade' ? 'status' : 'reset';
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && code.startsWith('HPE_')) return 'protocol';
   if (code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'connect';

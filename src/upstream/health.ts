@@ -4,7 +4,8 @@
  * passes bring it back; targets start healthy. Each target is checked on its own undici client (one
  * keep-alive connection), so a check never queues behind the traffic it judges.
  */
-import { Client } from 'undici';
+import type { Client } from 'undici';
+import { undici } from './undici.js';
 
 export interface HealthSettings {
   readonly path: string;
@@ -88,7 +89,7 @@ export function httpProbe(
   path: string,
   connect: Client.Options['connect'],
 ): { probe: Probe; close(): Promise<void> } {
-  const client = new Client(url.origin, { connect, pipelining: 1 });
+  const client = new (undici().Client)(url.origin, { connect, pipelining: 1 });
   const target = url.pathname.replace(/\/+$/, '') + path;
   return {
     async probe(signal) {

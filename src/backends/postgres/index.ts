@@ -14,7 +14,7 @@
  */
 import type { BackendCall } from '../backend-call.js';
 import type { SpanAttributes, Tracing } from '../../observability/tracing/tracing.js';
-import pg from 'pg';
+import type pg from 'pg';
 import type { QueryResultRow } from 'pg';
 import { errors } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
@@ -22,6 +22,7 @@ import type { Metrics } from '../../observability/metrics.js';
 import type { PostgresConfig } from './config.js';
 import { isConnectionLost, isPoolBusy } from '../../postgres/errors.js';
 import { clientSettings, poolSettings } from '../../postgres/connection.js';
+import { pgDriver } from '../../postgres/driver.js';
 import { checkSchema, migrate } from '../../postgres/migrations.js';
 import { GATEWAY_SCHEMA } from './schema.js';
 import { createSession, type Query } from './session.js';
@@ -65,7 +66,7 @@ export async function openPostgres(
   const spanAttributes = tracing && databaseAttributes(config.url);
   const log = deps.logger.child({ component: 'postgres' });
   const connection = { url: config.url, connectTimeout: config.connect_timeout };
-  const pool = new pg.Pool({
+  const pool = new (pgDriver().Pool)({
     ...poolSettings(connection),
     max: config.pool_size,
     statement_timeout: config.statement_timeout,
@@ -106,7 +107,7 @@ export async function openPostgres(
     // A connection lost under a statement says nothing yet of the others: a probe decides at once.
     lost: () => void check(true),
     cancel(pid) {
-      const client = new pg.Client({
+      const client = new (pgDriver().Client)({
         ...clientSettings({ ...connection, role: 'cancel' }),
         statement_timeout: config.connect_timeout,
       });
