@@ -6,7 +6,9 @@
  * sees spawned; in a child they double a gateway's start (0.9 s to 1.6 s on a 2-core machine), and
  * the suite starts hundreds. `env -u NODE_OPTIONS` drops them after tap's spawn hook has run; while
  * tap records coverage, NODE_V8_COVERAGE points V8's own recorder (source maps included) at the
- * folder tap's report reads, so what a child runs of `src/` still counts.
+ * folder tap's report reads, so what a child runs of `src/` still counts. A NODE_OPTIONS of the
+ * caller's own is dropped too: node options go in `args`, before the script (`spawnGateway`'s
+ * `nodeArgs`).
  */
 import path from 'node:path';
 
