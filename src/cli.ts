@@ -31,6 +31,13 @@ const USAGE = `usage:
                                              (gateway audit --help)
 `;
 
+/** Where a command writes, and the environment it reads: the process's own. */
+const IO = {
+  stdout: (s: string) => process.stdout.write(s),
+  stderr: (s: string) => process.stderr.write(s),
+  env: process.env,
+};
+
 async function main(argv: string[]): Promise<number> {
   const [command] = argv;
   if (command === 'sign' || command === 'verify') {
@@ -38,11 +45,7 @@ async function main(argv: string[]): Promise<number> {
       command === 'sign'
         ? (await import('./cli/sign.js')).runSign
         : (await import('./cli/verify.js')).runVerify;
-    return run(argv.slice(1), {
-      stdout: (s) => process.stdout.write(s),
-      stderr: (s) => process.stderr.write(s),
-      env: process.env,
-    });
+    return run(argv.slice(1), IO);
   }
   if (command === 'check-config') return checkConfig(argv.slice(1));
   if (command === 'schema') {
@@ -56,38 +59,22 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'jwt') {
     const { runJwt } = await import('./cli/jwt.js');
-    return runJwt(argv.slice(1), {
-      stdout: (s) => process.stdout.write(s),
-      stderr: (s) => process.stderr.write(s),
-      env: process.env,
-    });
+    return runJwt(argv.slice(1), IO);
   }
   if (command === 'tokens') {
     const { runTokens } = await import('./cli/tokens.js');
-    return runTokens(argv.slice(1), {
-      stdout: (s) => process.stdout.write(s),
-      stderr: (s) => process.stderr.write(s),
-      env: process.env,
-    });
+    return runTokens(argv.slice(1), IO);
   }
   if (command === 'audit') {
     const { runAudit } = await import('./cli/audit.js');
-    return runAudit(argv.slice(1), {
-      stdout: (s) => process.stdout.write(s),
-      stderr: (s) => process.stderr.write(s),
-      env: process.env,
-    });
+    return runAudit(argv.slice(1), IO);
   }
   if (command === 'migrate' || command === 'import') {
     const run =
       command === 'migrate'
         ? (await import('./cli/migrate.js')).runMigrate
         : (await import('./cli/import.js')).runImport;
-    return run(argv.slice(1), {
-      stdout: (s) => process.stdout.write(s),
-      stderr: (s) => process.stderr.write(s),
-      env: process.env,
-    });
+    return run(argv.slice(1), IO);
   }
   let values: { config?: string; help?: boolean };
   try {

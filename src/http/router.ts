@@ -124,7 +124,6 @@ export function cleanedTarget(target: string): string | undefined {
 }
 
 /**
-/**
  * The route for `method` and the decoded path `segments`: one of the three operations (or the audit
  * API, with `audit`), else (with the front door's `table`, when pass-through is configured) the
  * table's route, else 404; a known operation path with another method is 405 (with `Allow`) without a

@@ -6,7 +6,7 @@
  * that took the request and did not answer, a COMMIT that failed) writes no outcome entry: `verify`
  * then lists the intent.
  */
-import { auditedChanges, requestedChanges } from '../audit/fields.js';
+import { auditedChanges } from '../audit/fields.js';
 import type { AuditTrail, UpdateOutcome } from '../audit/trail.js';
 import type { BackendCall } from '../backends/backend-call.js';
 import type {
@@ -36,6 +36,8 @@ export interface AuditedUpdateInput {
   readonly call: BackendCall;
   readonly ssoProviderId: number;
   readonly patch: SsoProviderPatch;
+  /** The fields the patch asks to set, as the trail names them. */
+  readonly requested: string[];
   /** The provider as found before the change (unknown through an upstream). */
   readonly found: SsoProvider | undefined;
   /** The SHA-256 of the metadata file as sent, when one was. */
@@ -48,12 +50,7 @@ export interface AuditedUpdateInput {
 export async function auditedUpdate(
   input: AuditedUpdateInput,
 ): Promise<SsoProviderUpdate | undefined | UpstreamAnswer> {
-  const { trail, backend, ctx, call, ssoProviderId, patch, found } = input;
-  const requested = requestedChanges({
-    name: patch.name !== undefined,
-    metadata: patch.metadata !== undefined,
-    autoProvision: patch.autoProvision !== undefined,
-  });
+  const { trail, backend, ctx, call, ssoProviderId, patch, requested, found } = input;
   const update = trail.update({
     actor: actorOf(ctx.identity as NonNullable<RequestContext['identity']>),
     requestId: ctx.id,

@@ -83,22 +83,19 @@ export function createSsoProviderUpdate(deps: {
       // Waiting for its turn at the limit is bounded by the request's deadline, like its other work.
       const { patch, sha256 } = await readPatch(ctx, forms, backend, call, validating, trail !== undefined);
 
+      // The fields the form asks to set, as the audit names them.
+      const requested = requestedChanges({
+        name: patch.name !== undefined,
+        metadata: patch.metadata !== undefined,
+        autoProvision: patch.autoProvision !== undefined,
+      });
       // The audit line of a change, once it is made: who, which provider, which fields.
       const committed = (result: SsoProviderUpdate | UpstreamAnswer) => {
         if (!(result instanceof UpstreamAnswer)) {
           if (result.changed.length > 0) audit(logger, ctx, id, result.changed);
         } else if (result.status >= 200 && result.status < 300) {
           // The upstream applied it: the audit names the fields the form asked to set.
-          audit(
-            logger,
-            ctx,
-            id,
-            requestedChanges({
-              name: patch.name !== undefined,
-              metadata: patch.metadata !== undefined,
-              autoProvision: patch.autoProvision !== undefined,
-            }),
-          );
+          audit(logger, ctx, id, requested);
         }
       };
       const result = trail
@@ -109,6 +106,7 @@ export function createSsoProviderUpdate(deps: {
             call,
             ssoProviderId: id,
             patch,
+            requested,
             found,
             metadataSha256: sha256,
             committed,
